@@ -1,0 +1,62 @@
+// The interface between the switch runtime and controller apps. An app instance is created
+// per shard (AppFactory) and only ever called on that shard's thread, so per-switch state in
+// an app needs no lock: a switch lives on one shard for life.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "ofp/message.hpp"
+
+namespace sdn::southbound {
+
+using Clock = std::chrono::steady_clock;
+
+// Which write lane a batch goes into: kHigh (reactive replies) is always flushed before
+// kLow (bulk/periodic work such as rotations), so a reply never queues behind a burst.
+enum class Lane : uint8_t { kHigh = 0, kLow = 1 };
+
+// Outcome of a confirmed batch: ok when the switch's BARRIER_REPLY arrived with no ERROR for
+// any message of the batch; otherwise the first ERROR (or a disconnect) is reported.
+struct BatchResult {
+  bool ok = true;
+  bool disconnected = false;
+  ofp::ErrorMsg error;     // valid when !ok && !disconnected
+  uint32_t failed_xid = 0;
+};
+using BatchCallback = std::function<void(const BatchResult&)>;
+
+// What an app sees of one connected switch.
+class SwitchContext {
+ public:
+  virtual ~SwitchContext() = default;
+  virtual uint64_t dpid() const = 0;
+  virtual const ofp::FeaturesReply& features() const = 0;
+  virtual const std::vector<ofp::Port>& ports() const = 0;
+  // Queue one message (xid assigned by the runtime). Written at the end of this loop turn.
+  virtual void send(ofp::Body body, Lane lane = Lane::kHigh) = 0;
+  // Queue a batch followed by a BARRIER_REQUEST; `done` runs on this shard when the barrier
+  // reply (or an ERROR for one of the batch's xids, or a disconnect) settles it.
+  virtual void send_batch(std::vector<ofp::Body> batch, Lane lane, BatchCallback done) = 0;
+};
+
+class App {
+ public:
+  virtual ~App() = default;
+  virtual std::string_view name() const = 0;
+  // Called after the handshake (features, port description, config, table-miss) completes.
+  virtual void on_switch_up(SwitchContext& /*sw*/) {}
+  virtual void on_switch_down(uint64_t /*dpid*/) {}
+  virtual void on_packet_in(SwitchContext& /*sw*/, const ofp::PacketIn& /*pin*/, Clock::time_point /*now*/) {}
+  virtual void on_port_status(SwitchContext& /*sw*/, const ofp::PortStatus& /*ps*/) {}
+  virtual void on_flow_removed(SwitchContext& /*sw*/, const ofp::FlowRemoved& /*fr*/) {}
+  virtual void on_error(SwitchContext& /*sw*/, uint32_t /*xid*/, const ofp::ErrorMsg& /*e*/) {}
+};
+
+using AppFactory = std::function<std::unique_ptr<App>(unsigned shard_index)>;
+
+}  // namespace sdn::southbound
