@@ -30,6 +30,12 @@ struct BatchResult {
 };
 using BatchCallback = std::function<void(const BatchResult&)>;
 
+// Reply to a request (multipart, role, get-config). Called once per reply message (a
+// multipart reply in several parts calls it once per part; `more` is true until the last),
+// or once with reply == nullptr when an ERROR (err != nullptr) or a disconnect settles it.
+using ReplyCallback =
+    std::function<void(const ofp::Message* reply, const ofp::ErrorMsg* err, bool more)>;
+
 // What an app sees of one connected switch.
 class SwitchContext {
  public:
@@ -42,6 +48,8 @@ class SwitchContext {
   // Queue a batch followed by a BARRIER_REQUEST; `done` runs on this shard when the barrier
   // reply (or an ERROR for one of the batch's xids, or a disconnect) settles it.
   virtual void send_batch(std::vector<ofp::Body> batch, Lane lane, BatchCallback done) = 0;
+  // Send a request whose reply is routed to `on_reply` (on this shard) instead of the apps.
+  virtual void send_request(ofp::Body request, ReplyCallback on_reply) = 0;
 };
 
 class App {

@@ -1,0 +1,41 @@
+// Reads the southbound settings from the TOML configuration.
+#include "southbound/config.hpp"
+
+#include <fmt/format.h>
+
+namespace sdn::southbound {
+
+SouthboundConfig southbound_config_from(core::Config& cfg) {
+  SouthboundConfig c;
+  std::string listen = cfg.get_string("controller", "listen", "127.0.0.1:6653");
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    cfg.add_problem(fmt::format("controller.listen: '{}' is not HOST:PORT", listen));
+  } else {
+    c.listen_address = listen.substr(0, colon);
+    try {
+      int p = std::stoi(listen.substr(colon + 1));
+      if (p < 0 || p > 65535) throw std::out_of_range("port");
+      c.listen_port = static_cast<uint16_t>(p);
+    } catch (const std::exception&) {
+      cfg.add_problem(fmt::format("controller.listen: bad port in '{}'", listen));
+    }
+  }
+  c.shards = static_cast<unsigned>(cfg.get_int("controller", "shards", 0, 0, 256));
+  const char* s = "southbound";
+  c.max_message_bytes = static_cast<uint32_t>(cfg.get_int(s, "max_message_bytes", c.max_message_bytes, 64, 65535));
+  c.max_queued_bytes = static_cast<uint64_t>(cfg.get_int(s, "max_queued_bytes", static_cast<int64_t>(c.max_queued_bytes), 65536, int64_t{1} << 34));
+  c.max_pending_xids = static_cast<uint32_t>(cfg.get_int(s, "max_pending_xids", c.max_pending_xids, 16, 1 << 24));
+  c.echo_interval = std::chrono::milliseconds(cfg.get_int(s, "echo_interval_ms", c.echo_interval.count(), 10, 3600000));
+  c.echo_timeout = std::chrono::milliseconds(cfg.get_int(s, "echo_timeout_ms", c.echo_timeout.count(), 20, 3600000));
+  c.handshake_timeout = std::chrono::milliseconds(cfg.get_int(s, "handshake_timeout_ms", c.handshake_timeout.count(), 10, 3600000));
+  c.low_lane_quantum = static_cast<uint32_t>(cfg.get_int(s, "low_lane_quantum", c.low_lane_quantum, 1024, 1 << 26));
+  c.echo_rate_limit = static_cast<uint32_t>(cfg.get_int(s, "echo_rate_limit", c.echo_rate_limit, 1, 1 << 24));
+  c.miss_send_len = static_cast<uint16_t>(cfg.get_int(s, "miss_send_len", c.miss_send_len, 0, 0xffff));
+  c.clear_flows_on_connect = cfg.get_bool(s, "clear_flows_on_connect", c.clear_flows_on_connect);
+  if (c.echo_timeout <= c.echo_interval)
+    cfg.add_problem("southbound.echo_timeout_ms must be larger than echo_interval_ms");
+  return c;
+}
+
+}  // namespace sdn::southbound

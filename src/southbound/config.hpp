@@ -1,0 +1,32 @@
+// Runtime (southbound) settings: listen address, shard count and every cap, all configurable
+// from the [controller] and [southbound] sections of the TOML file.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "core/config.hpp"
+
+namespace sdn::southbound {
+
+struct SouthboundConfig {
+  std::string listen_address = "127.0.0.1";
+  uint16_t listen_port = 6653;
+  unsigned shards = 0;                                 // 0 = one per core
+  uint32_t max_message_bytes = 65535;                  // larger header.length => close
+  uint64_t max_queued_bytes = 16u << 20;               // per-connection output cap
+  uint32_t max_pending_xids = 65536;                   // unconfirmed xids per connection
+  std::chrono::milliseconds echo_interval{5000};       // idle time before we send ECHO_REQUEST
+  std::chrono::milliseconds echo_timeout{15000};       // silence before the peer is declared dead
+  std::chrono::milliseconds handshake_timeout{10000};  // HELLO..table-miss barrier
+  uint32_t low_lane_quantum = 64 * 1024;               // low-lane bytes written per loop turn
+  uint32_t echo_rate_limit = 1000;                     // ECHO_REQUESTs answered per second
+  uint16_t miss_send_len = 0xffff;                     // SET_CONFIG; 0xffff = whole packet, no buffer
+  bool clear_flows_on_connect = true;                  // delete all flows before table-miss install
+};
+
+// Reads [controller] listen/shards and [southbound].*; problems are recorded in `cfg`.
+SouthboundConfig southbound_config_from(core::Config& cfg);
+
+}  // namespace sdn::southbound

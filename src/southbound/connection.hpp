@@ -1,0 +1,129 @@
+// One switch connection: OpenFlow 1.3 handshake, framing with caps, echo keep-alive, xid
+// tracking, and the two-lane output queue flushed as one gathered write per loop turn.
+// Lives on one shard for life; every method runs on that shard's thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/steady_timer.hpp>
+
+#include "southbound/app.hpp"
+#include "southbound/config.hpp"
+#include "southbound/counters.hpp"
+
+namespace sdn::southbound {
+
+class Controller;
+struct ShardState;
+
+class Connection final : public SwitchContext, public std::enable_shared_from_this<Connection> {
+ public:
+  enum class State : uint8_t { kHello, kFeatures, kPortDesc, kConfiguring, kUp, kClosed };
+
+  Connection(Controller& ctl, ShardState& shard, asio::ip::tcp::socket socket);
+  ~Connection() override;
+
+  void start();
+  void close(std::string_view reason);
+  // Stops reading, writes what is queued (e.g. an OFPT_ERROR), then closes.
+  void close_after_flush(std::string_view reason);
+
+  State state() const { return state_; }
+  std::string peer() const { return peer_; }
+
+  // SwitchContext
+  uint64_t dpid() const override { return features_.datapath_id; }
+  const ofp::FeaturesReply& features() const override { return features_; }
+  const std::vector<ofp::Port>& ports() const override { return ports_; }
+  void send(ofp::Body body, Lane lane = Lane::kHigh) override;
+  void send_batch(std::vector<ofp::Body> batch, Lane lane, BatchCallback done) override;
+  void send_request(ofp::Body request, ReplyCallback on_reply) override;
+
+ private:
+  struct PendingBatch {
+    uint32_t first_xid;
+    uint32_t barrier_xid;
+    BatchCallback done;
+    BatchResult result;
+  };
+
+  void read_some();
+  void on_read(const std::error_code& ec, size_t n);
+  // Processes whole frames in the read buffer; returns false once the connection closed.
+  bool process_frames();
+  bool handle_frame(std::span<const uint8_t> frame);
+  void handle_message(const ofp::Message& msg, std::span<const uint8_t> frame);
+  void on_hello(const ofp::Header& h, std::span<const uint8_t> frame);
+  void on_features(const ofp::FeaturesReply& f);
+  void on_port_desc_complete();
+  void on_up();
+  void on_error(uint32_t xid, const ofp::ErrorMsg& e);
+  void on_barrier_reply(uint32_t xid);
+  bool route_reply(const ofp::Message& msg, bool more);
+  void reply_error(const ofp::Error& e, std::span<const uint8_t> offending);
+
+  uint32_t next_xid();
+  // Encodes into the lane's buffer; false if it did not encode or the queue cap was hit.
+  bool enqueue(uint32_t xid, const ofp::Body& body, Lane lane);
+  bool enqueue_to(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf);
+  void schedule_flush();
+  void flush();
+  void on_tick();
+  void arm_tick();
+  bool echo_allowed();
+  size_t pending_xids() const;
+
+  Controller& ctl_;
+  ShardState& shard_;
+  Counters& counters_;
+  const SouthboundConfig& cfg_;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer tick_;
+  std::string peer_;
+
+  State state_ = State::kHello;
+  bool was_up_ = false;
+  bool closing_ = false;
+  std::string close_reason_;
+  Clock::time_point closing_since_;
+  bool registered_ = false;
+  ofp::FeaturesReply features_;
+  std::vector<ofp::Port> ports_;
+  std::vector<ofp::Port> ports_pending_;
+  uint32_t port_desc_xid_ = 0;
+
+  // read side
+  std::vector<uint8_t> rbuf_;
+  size_t rlen_ = 0;
+  Clock::time_point started_;
+  Clock::time_point last_rx_;
+  bool echo_outstanding_ = false;
+  double echo_tokens_ = 0;
+  Clock::time_point echo_refill_;
+
+  // write side: high lane is one buffer of whole messages; low lane is whole chunks
+  // (one per batch) so a flush can stop at a message boundary after `low_lane_quantum`.
+  ofp::Bytes hi_;
+  std::deque<ofp::Bytes> lo_;
+  size_t lo_bytes_ = 0;
+  uint32_t hi_msgs_ = 0;
+  std::deque<uint32_t> lo_msgs_;
+  std::vector<ofp::Bytes> inflight_;
+  bool writing_ = false;
+  bool flush_posted_ = false;
+
+  uint32_t xid_ = 0;
+  std::deque<PendingBatch> batches_;
+  size_t batch_xids_ = 0;
+  std::unordered_map<uint32_t, ReplyCallback> requests_;
+};
+
+}  // namespace sdn::southbound

@@ -1,0 +1,139 @@
+// The switch runtime: listener, per-shard apps and connections, datapath registry.
+#include "southbound/controller.hpp"
+
+#include <future>
+
+#include <asio/steady_timer.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/log.hpp"
+#include "southbound/connection.hpp"
+
+namespace sdn::southbound {
+
+Controller::Controller(core::ShardPool& pool, SouthboundConfig cfg, core::Metrics& metrics,
+                       std::vector<AppFactory> apps)
+    : pool_(pool), cfg_(std::move(cfg)), metrics_(metrics), counters_(metrics) {
+  for (size_t i = 0; i < pool_.size(); ++i) {
+    auto st = std::make_unique<ShardState>();
+    st->shard = &pool_.at(i);
+    for (auto& make : apps) st->apps.push_back(make(static_cast<unsigned>(i)));
+    shards_.push_back(std::move(st));
+  }
+}
+
+Controller::~Controller() { stop(); }
+
+Expected<asio::ip::tcp::endpoint, std::string> Controller::listen() {
+  std::error_code ec;
+  auto addr = asio::ip::make_address(cfg_.listen_address, ec);
+  if (ec) return unexpected("bad listen address '" + cfg_.listen_address + "': " + ec.message());
+  asio::ip::tcp::endpoint ep(addr, cfg_.listen_port);
+  acceptor_.emplace(pool_.at(0).context());
+  acceptor_->open(ep.protocol(), ec);
+  if (!ec) acceptor_->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_->bind(ep, ec);
+  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    acceptor_.reset();
+    return unexpected("cannot listen on " + cfg_.listen_address + ":" + std::to_string(cfg_.listen_port) + ": " +
+                      ec.message());
+  }
+  auto bound = acceptor_->local_endpoint();
+  // Start accepting on shard 0's thread.
+  pool_.at(0).post([this] { accept_next(); });
+  return bound;
+}
+
+void Controller::accept_next() {
+  if (stopping_ || !acceptor_) return;
+  core::Shard& target = pool_.next();
+  acceptor_->async_accept(target.context(), [this, &target](const std::error_code& ec, asio::ip::tcp::socket sock) {
+    if (stopping_) return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) return;
+      counters_.accept_errors.inc();
+      SDN_LOG_RATELIMITED(spdlog::level::warn, "accept failed: {}", ec.message());
+      // Out of descriptors and similar: back off briefly instead of spinning.
+      auto t = std::make_shared<asio::steady_timer>(pool_.at(0).context(), std::chrono::milliseconds(50));
+      t->async_wait([this, t](const std::error_code&) { accept_next(); });
+      return;
+    }
+    counters_.accepted.inc();
+    ShardState* st = shards_[target.index()].get();
+    target.post([this, st, s = std::make_shared<asio::ip::tcp::socket>(std::move(sock))]() mutable {
+      if (stopping_) return;
+      auto conn = std::make_shared<Connection>(*this, *st, std::move(*s));
+      st->connections.insert(conn);
+      conn->start();
+    });
+    accept_next();
+  });
+}
+
+void Controller::stop() {
+  if (stopping_.exchange(true)) return;
+  // Close the acceptor and every connection on its own shard, and wait for each shard.
+  std::vector<std::future<void>> done;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    auto p = std::make_shared<std::promise<void>>();
+    done.push_back(p->get_future());
+    ShardState* st = shards_[i].get();
+    st->shard->post([this, st, p, i] {
+      if (i == 0 && acceptor_) {
+        std::error_code ec;
+        acceptor_->close(ec);
+      }
+      auto conns = st->connections;  // close() erases from the set
+      for (auto& c : conns) c->close("controller shutting down");
+      p->set_value();
+    });
+  }
+  for (auto& f : done) {
+    if (f.wait_for(std::chrono::seconds(5)) != std::future_status::ready)
+      spdlog::warn("a shard did not finish closing its connections within 5 s");
+  }
+}
+
+void Controller::register_dpid(uint64_t dpid, const std::shared_ptr<Connection>& conn, unsigned shard,
+                               std::string peer, size_t ports) {
+  std::shared_ptr<Connection> old;
+  unsigned old_shard = 0;
+  {
+    std::lock_guard lock(reg_mu_);
+    auto& e = registry_[dpid];
+    if (e.raw != nullptr && e.raw != conn.get()) {
+      old = e.conn.lock();
+      old_shard = e.summary.shard;
+    }
+    e.conn = conn;
+    e.raw = conn.get();
+    e.summary = SwitchSummary{dpid, shard, std::move(peer), ports};
+  }
+  if (old) {
+    counters_.dpid_replaced.inc();
+    spdlog::info("switch {:016x} reconnected; closing its previous connection", dpid);
+    pool_.at(old_shard).post([old] { old->close("replaced by a newer connection"); });
+  }
+}
+
+void Controller::unregister_dpid(uint64_t dpid, const Connection* conn) {
+  std::lock_guard lock(reg_mu_);
+  auto it = registry_.find(dpid);
+  if (it != registry_.end() && it->second.raw == conn) registry_.erase(it);
+}
+
+std::vector<SwitchSummary> Controller::switches() const {
+  std::lock_guard lock(reg_mu_);
+  std::vector<SwitchSummary> out;
+  out.reserve(registry_.size());
+  for (const auto& [dpid, e] : registry_) out.push_back(e.summary);
+  return out;
+}
+
+size_t Controller::switch_count() const {
+  std::lock_guard lock(reg_mu_);
+  return registry_.size();
+}
+
+}  // namespace sdn::southbound

@@ -1,0 +1,46 @@
+// Resolves the runtime's counters from the registry.
+#include "southbound/counters.hpp"
+
+#include <string>
+
+#include "ofp/message.hpp"
+
+namespace sdn::southbound {
+
+Counters::Counters(core::Metrics& m)
+    : accepted(m.counter("southbound.connections.accepted")),
+      closed(m.counter("southbound.connections.closed")),
+      active(m.gauge("southbound.connections.active")),
+      switches_up(m.gauge("southbound.switches.up")),
+      rx_msgs(m.counter("southbound.rx.msgs")),
+      rx_bytes(m.counter("southbound.rx.bytes")),
+      tx_msgs(m.counter("southbound.tx.msgs")),
+      tx_bytes(m.counter("southbound.tx.bytes")),
+      writes(m.counter("southbound.tx.writes")),
+      err_framing(m.counter("southbound.errors.framing")),
+      err_oversize(m.counter("southbound.errors.oversize")),
+      err_decode(m.counter("southbound.errors.decode")),
+      err_bad_version(m.counter("southbound.errors.bad_version")),
+      err_hello_failed(m.counter("southbound.errors.hello_failed")),
+      err_not_hello(m.counter("southbound.errors.not_hello")),
+      err_unexpected(m.counter("southbound.errors.unexpected_type")),
+      err_handshake_timeout(m.counter("southbound.errors.handshake_timeout")),
+      err_echo_timeout(m.counter("southbound.errors.echo_timeout")),
+      err_queue_overflow(m.counter("southbound.errors.queue_overflow")),
+      err_pending_xids(m.counter("southbound.errors.pending_xids")),
+      err_from_switch(m.counter("southbound.errors.from_switch")),
+      err_encode(m.counter("southbound.errors.encode")),
+      echo_rate_limited(m.counter("southbound.echo.rate_limited")),
+      packet_in_before_up(m.counter("southbound.packet_in.before_up")),
+      dpid_replaced(m.counter("southbound.dpid.replaced")),
+      batches_ok(m.counter("southbound.batches.ok")),
+      batches_failed(m.counter("southbound.batches.failed")),
+      accept_errors(m.counter("southbound.errors.accept")) {
+  for (size_t t = 0; t < rx_by_type.size(); ++t) {
+    const std::string name = ofp::type_name(static_cast<ofp::Type>(t));
+    rx_by_type[t] = &m.counter("southbound.rx." + name);
+    tx_by_type[t] = &m.counter("southbound.tx." + name);
+  }
+}
+
+}  // namespace sdn::southbound

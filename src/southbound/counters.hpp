@@ -1,0 +1,49 @@
+// The runtime's counters, resolved once from the metrics registry so the hot path bumps a
+// pointer instead of looking names up.
+#pragma once
+
+#include <array>
+
+#include "core/metrics.hpp"
+#include "ofp/types.hpp"
+
+namespace sdn::southbound {
+
+struct Counters {
+  explicit Counters(core::Metrics& m);
+
+  core::Counter& accepted;
+  core::Counter& closed;
+  core::Gauge& active;          // open connections
+  core::Gauge& switches_up;     // handshake complete
+  core::Counter& rx_msgs;
+  core::Counter& rx_bytes;
+  core::Counter& tx_msgs;
+  core::Counter& tx_bytes;
+  core::Counter& writes;        // gathered socket writes (tx_msgs / writes = batching factor)
+  std::array<core::Counter*, 30> rx_by_type{};
+  std::array<core::Counter*, 30> tx_by_type{};
+
+  // rejections and surprises, one counter per reason
+  core::Counter& err_framing;        // header length < 8: close
+  core::Counter& err_oversize;       // header length > max_message_bytes: close
+  core::Counter& err_decode;         // message failed to decode: OFPT_ERROR reply
+  core::Counter& err_bad_version;    // non-1.3 message after negotiation: BAD_VERSION reply
+  core::Counter& err_hello_failed;   // no common version: HELLO_FAILED + close
+  core::Counter& err_not_hello;      // first message was not HELLO: HELLO_FAILED + close
+  core::Counter& err_unexpected;     // a switch sent a controller-to-switch type: BAD_TYPE reply
+  core::Counter& err_handshake_timeout;
+  core::Counter& err_echo_timeout;
+  core::Counter& err_queue_overflow; // output beyond max_queued_bytes
+  core::Counter& err_pending_xids;   // batch/request refused: too many unconfirmed xids
+  core::Counter& err_from_switch;    // OFPT_ERROR received
+  core::Counter& err_encode;         // a message an app asked to send did not encode
+  core::Counter& echo_rate_limited;
+  core::Counter& packet_in_before_up;
+  core::Counter& dpid_replaced;      // a new connection took over a datapath id
+  core::Counter& batches_ok;
+  core::Counter& batches_failed;
+  core::Counter& accept_errors;
+};
+
+}  // namespace sdn::southbound
