@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Install everything sdnator needs on Debian 12 and build the release preset (binaries in
+# build/bin/). Idempotent: packages already installed are not touched, apt-get update only runs
+# when the package lists are missing or older than a day, and the build is incremental.
+#
+# usage: scripts/setup.sh [--no-build] [--deps-only]
+#   JOBS=N   parallel build jobs (default 2)
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+
+BUILD=1
+for a in "$@"; do
+  case $a in
+    --no-build|--deps-only) BUILD=0 ;;
+    -h|--help) sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument $a" ;;
+  esac
+done
+JOBS=${JOBS:-2}
+
+PACKAGES=(
+  # toolchain
+  build-essential g++ clang libclang-rt-14-dev cmake ninja-build pkg-config git
+  # libraries
+  libasio-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
+  libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # testbed and integration tests (python3: JSON checks in tests and demo)
+  openvswitch-switch openvswitch-common tshark ethtool iproute2 iputils-ping procps psmisc python3
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  [[ $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true) == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  log "setup: installing ${#missing[@]} packages: ${missing[*]}"
+  [[ $(id -u) -eq 0 ]] || die "installing packages needs root (run as root: scripts/setup.sh)"
+  export DEBIAN_FRONTEND=noninteractive
+  # Package lists: refresh when absent or older than a day.
+  if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null \
+     || [[ -z $(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -1440 -print -quit) ]]; then
+    log "setup: apt-get update (package lists missing or stale)"
+    apt-get update -q
+  fi
+  # tshark asks whether non-root users may capture; answer no without a prompt.
+  echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  log "setup: all ${#PACKAGES[@]} packages already installed"
+fi
+
+if ((BUILD)); then
+  cd "$SDN_ROOT"
+  t0=$(now_ms)
+  log "setup: cmake --preset release && cmake --build --preset release -j $JOBS"
+  cmake --preset release >/dev/null
+  cmake --build --preset release -j "$JOBS"
+  log "setup: build done ($(fmt_ms $(($(now_ms) - t0)))); binaries in build/bin/: $(ls build/bin 2>/dev/null | tr '\n' ' ')"
+fi
