@@ -1,0 +1,196 @@
+// sdnator: the controller daemon. `sdnator run` starts the OpenFlow 1.3 runtime with the
+// configured apps; `sdnator --version` prints the version.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <asio/io_context.hpp>
+#include <asio/signal_set.hpp>
+#include <asio/steady_timer.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "bin/app_registry.hpp"
+#include "core/config.hpp"
+#include "core/log.hpp"
+#include "core/metrics.hpp"
+#include "core/shard.hpp"
+#include "southbound/config.hpp"
+#include "southbound/controller.hpp"
+
+#ifndef SDNATOR_VERSION
+#define SDNATOR_VERSION "0.0.0"
+#endif
+
+namespace {
+
+// Resident set size and thread count of this process, from /proc/self/status.
+std::pair<uint64_t, uint64_t> self_rss_threads() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  uint64_t rss = 0, threads = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) rss = std::stoull(line.substr(6)) * 1024;
+    if (line.rfind("Threads:", 0) == 0) threads = std::stoull(line.substr(8));
+  }
+  return {rss, threads};
+}
+
+nlohmann::json stats_json(sdn::southbound::Controller& ctl, const asio::ip::tcp::endpoint& ep,
+                          std::chrono::steady_clock::time_point started, unsigned shards) {
+  nlohmann::json j;
+  j["version"] = SDNATOR_VERSION;
+  j["pid"] = ::getpid();
+  j["listen"] = ep.address().to_string() + ":" + std::to_string(ep.port());
+  j["shards"] = shards;
+  j["uptime_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  auto [rss, threads] = self_rss_threads();
+  j["rss_bytes"] = rss;
+  j["threads"] = threads;
+  nlohmann::json sw = nlohmann::json::array();
+  for (const auto& s : ctl.switches())
+    sw.push_back({{"dpid", fmt::format("{:016x}", s.dpid)}, {"shard", s.shard}, {"peer", s.peer}, {"ports", s.ports}});
+  j["switches"] = sw;
+  j["metrics"] = ctl.metrics().to_json();
+  return j;
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text << '\n';
+    if (!out) {
+      SDN_LOG_RATELIMITED(spdlog::level::warn, "cannot write stats file {}", tmp);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) SDN_LOG_RATELIMITED(spdlog::level::warn, "cannot rename stats file to {}: {}", path, ec.message());
+}
+
+struct RunOptions {
+  std::string config_path;
+  std::string listen;
+  int shards = -1;
+  std::string log_level;
+  std::string stats_file;
+  std::vector<std::string> apps;
+};
+
+int run(const RunOptions& opt) {
+  sdn::core::Config cfg;
+  if (!opt.config_path.empty()) {
+    auto loaded = sdn::core::Config::load_file(opt.config_path);
+    if (!loaded) {
+      fmt::print(stderr, "sdnator: bad config: {}\n", loaded.error());
+      return 2;
+    }
+    cfg = std::move(*loaded);
+  }
+  std::string level = cfg.get_string("controller", "log_level", "info");
+  if (!opt.log_level.empty()) level = opt.log_level;
+  std::string stats_file = cfg.get_string("controller", "stats_file", "");
+  if (!opt.stats_file.empty()) stats_file = opt.stats_file;
+  auto sb = sdn::southbound::southbound_config_from(cfg);
+  if (!opt.listen.empty()) {
+    auto colon = opt.listen.rfind(':');
+    if (colon == std::string::npos) {
+      fmt::print(stderr, "sdnator: --listen wants HOST:PORT, got '{}'\n", opt.listen);
+      return 2;
+    }
+    sb.listen_address = opt.listen.substr(0, colon);
+    try {
+      sb.listen_port = static_cast<uint16_t>(std::stoul(opt.listen.substr(colon + 1)));
+    } catch (const std::exception&) {
+      fmt::print(stderr, "sdnator: bad port in --listen '{}'\n", opt.listen);
+      return 2;
+    }
+  }
+  if (opt.shards >= 0) sb.shards = static_cast<unsigned>(opt.shards);
+  auto apps = sdn::bin::make_apps(cfg, opt.apps);
+  auto problems = cfg.finish();
+  if (!apps) problems.push_back(apps.error());
+  if (!problems.empty()) {
+    for (const auto& p : problems) fmt::print(stderr, "sdnator: config error: {}\n", p);
+    return 2;
+  }
+  if (!sdn::core::set_log_level(level)) {
+    fmt::print(stderr, "sdnator: unknown log level '{}'\n", level);
+    return 2;
+  }
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%t] %v");
+
+  sdn::core::Metrics metrics;
+  sdn::core::ShardPool pool(sb.shards);
+  sdn::southbound::Controller ctl(pool, sb, metrics, std::move(apps.value()));
+  pool.start();
+  auto ep = ctl.listen();
+  if (!ep) {
+    spdlog::error("{}", ep.error());
+    pool.stop();
+    pool.join();
+    return 1;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  spdlog::info("sdnator {} listening on {}:{} with {} shard(s)", SDNATOR_VERSION, ep->address().to_string(), ep->port(),
+               pool.size());
+
+  asio::io_context main_ctx(1);
+  asio::signal_set signals(main_ctx, SIGINT, SIGTERM);
+  asio::steady_timer stats_timer(main_ctx);
+  std::function<void()> write_stats = [&] {
+    if (!stats_file.empty()) write_atomically(stats_file, stats_json(ctl, *ep, started, pool.size()).dump(1));
+  };
+  std::function<void()> arm = [&] {
+    stats_timer.expires_after(std::chrono::seconds(1));
+    stats_timer.async_wait([&](const std::error_code& ec) {
+      if (ec) return;
+      write_stats();
+      arm();
+    });
+  };
+  write_stats();
+  arm();
+  signals.async_wait([&](const std::error_code&, int sig) {
+    spdlog::info("signal {} received, shutting down", sig);
+    stats_timer.cancel();
+  });
+  main_ctx.run();
+
+  ctl.stop();
+  pool.stop();
+  pool.join();
+  write_stats();
+  const auto& c = ctl.counters();
+  spdlog::info("shutdown: {} connections accepted, {} messages in, {} out in {} writes", c.accepted.value(),
+               c.rx_msgs.value(), c.tx_msgs.value(), c.writes.value());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sdnator: an OpenFlow 1.3 controller framework"};
+  app.set_version_flag("--version", std::string("sdnator ") + SDNATOR_VERSION);
+  app.require_subcommand(1);
+  RunOptions opt;
+  auto* run_cmd = app.add_subcommand("run", "run the controller");
+  run_cmd->add_option("-c,--config", opt.config_path, "TOML configuration file")->check(CLI::ExistingFile);
+  run_cmd->add_option("-l,--listen", opt.listen, "OpenFlow listen address HOST:PORT (default 127.0.0.1:6653)");
+  run_cmd->add_option("-s,--shards", opt.shards, "event-loop shards (0 = one per core)")->check(CLI::Range(0, 256));
+  run_cmd->add_option("--log-level", opt.log_level, "trace, debug, info, warn, error, critical, off");
+  run_cmd->add_option("--stats-file", opt.stats_file, "write counters as JSON to this file every second");
+  run_cmd->add_option("--app", opt.apps, "apps to run (default: from [controller] apps, else forwarding)");
+  CLI11_PARSE(app, argc, argv);
+  if (run_cmd->parsed()) return run(opt);
+  return 0;
+}

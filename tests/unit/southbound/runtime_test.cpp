@@ -1,0 +1,462 @@
+// Runtime tests: a real controller on 127.0.0.1:0 with two shards, driven by byte-level
+// switches (good and malformed). Checks replies, closes, counters, and that one bad or
+// flooding switch does not stop the controller from serving the others.
+#include <dirent.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "core/metrics.hpp"
+#include "core/shard.hpp"
+#include "southbound/controller.hpp"
+#include "unit/southbound/raw_switch.hpp"
+
+namespace sdn::southbound {
+namespace {
+
+using namespace std::chrono_literals;
+using test::RawSwitch;
+
+// A test app whose behaviour the test sets before start; called on shard threads only.
+struct Hooks {
+  std::function<void(SwitchContext&, const ofp::PacketIn&)> on_packet_in;
+  std::atomic<int> ups{0}, downs{0}, packet_ins{0};
+};
+
+class HookApp : public App {
+ public:
+  explicit HookApp(Hooks& h) : h_(h) {}
+  std::string_view name() const override { return "hooks"; }
+  void on_switch_up(SwitchContext&) override { h_.ups++; }
+  void on_switch_down(uint64_t) override { h_.downs++; }
+  void on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point) override {
+    h_.packet_ins++;
+    if (h_.on_packet_in) h_.on_packet_in(sw, pin);
+  }
+
+ private:
+  Hooks& h_;
+};
+
+template <class Pred>
+bool eventually(Pred p, std::chrono::milliseconds timeout = 3000ms) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (p()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return p();
+}
+
+size_t open_fds() {
+  size_t n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d)) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void start(SouthboundConfig cfg = {}) {
+    cfg.listen_address = "127.0.0.1";
+    cfg.listen_port = 0;
+    pool_ = std::make_unique<core::ShardPool>(2);
+    std::vector<AppFactory> apps{[this](unsigned) { return std::make_unique<HookApp>(hooks_); }};
+    ctl_ = std::make_unique<Controller>(*pool_, cfg, metrics_, apps);
+    pool_->start();
+    auto ep = ctl_->listen();
+    ASSERT_TRUE(ep) << ep.error();
+    port_ = ep->port();
+  }
+  void TearDown() override {
+    if (ctl_) ctl_->stop();
+    if (pool_) {
+      pool_->stop();
+      pool_->join();
+    }
+  }
+  uint64_t counter(const char* n) { return metrics_.counter_value(n); }
+  int64_t gauge(const char* n) { return metrics_.gauge_value(n); }
+
+  static ofp::PacketIn packet_in(std::span<const uint8_t> data, uint32_t in_port = 1) {
+    ofp::PacketIn p;
+    p.total_len = static_cast<uint16_t>(data.size());
+    p.match.set(ofp::OxmField::kInPort, in_port);
+    p.data = data;
+    return p;
+  }
+
+  Hooks hooks_;
+  core::Metrics metrics_;
+  std::unique_ptr<core::ShardPool> pool_;
+  std::unique_ptr<Controller> ctl_;
+  uint16_t port_ = 0;
+};
+
+TEST_F(RuntimeTest, HandshakeInstallsTableMissAndRegistersSwitch) {
+  start();
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(0xabc));
+  ASSERT_TRUE(sw.set_config.has_value());
+  EXPECT_EQ(sw.set_config->config.miss_send_len, 0xffff);
+  ASSERT_EQ(sw.setup_flows.size(), 2u);
+  EXPECT_EQ(sw.setup_flows[0].command, ofp::FlowModCommand::kDelete);
+  const auto& miss = sw.setup_flows[1];
+  EXPECT_EQ(miss.command, ofp::FlowModCommand::kAdd);
+  EXPECT_EQ(miss.priority, 0);
+  EXPECT_TRUE(miss.match.fields.empty());
+  ASSERT_EQ(miss.instructions.size(), 1u);
+  const auto& apply = std::get<ofp::InstrApplyActions>(miss.instructions[0]);
+  ASSERT_EQ(apply.actions.size(), 1u);
+  EXPECT_EQ(std::get<ofp::ActionOutput>(apply.actions[0]).port, ofp::port::kController);
+  ASSERT_TRUE(eventually([&] { return hooks_.ups == 1; }));
+  auto sws = ctl_->switches();
+  ASSERT_EQ(sws.size(), 1u);
+  EXPECT_EQ(sws[0].dpid, 0xabcu);
+  EXPECT_EQ(sws[0].ports, 2u);
+  EXPECT_EQ(gauge("southbound.switches.up"), 1);
+  sw.close();
+  ASSERT_TRUE(eventually([&] { return hooks_.downs == 1 && ctl_->switch_count() == 0; }));
+  EXPECT_EQ(gauge("southbound.switches.up"), 0);
+}
+
+TEST_F(RuntimeTest, HelloOfOlderVersionGetsHelloFailedAndClose) {
+  start();
+  RawSwitch sw(port_);
+  const uint8_t hello10[] = {0x01, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x07};  // OpenFlow 1.0 HELLO
+  sw.send_bytes(hello10);
+  auto err = sw.recv_type(ofp::Type::kError);
+  ASSERT_TRUE(err);
+  const auto& e = std::get<ofp::ErrorMsg>(err->body);
+  EXPECT_EQ(e.type, ofp::err::kHelloFailed);
+  EXPECT_EQ(e.code, ofp::err::kHelloIncompatible);
+  EXPECT_EQ(err->xid, 7u);
+  EXPECT_TRUE(sw.wait_closed());
+  EXPECT_EQ(counter("southbound.errors.hello_failed"), 1u);
+}
+
+TEST_F(RuntimeTest, HelloBitmapWithoutOneDotThreeFails) {
+  start();
+  RawSwitch sw(port_);
+  // Version 1.5 header with a version bitmap of {1.4, 1.5} only (7.5.1 HELLO_ELEM_VERSIONBITMAP).
+  const uint8_t hello[] = {0x06, 0x00, 0x00, 0x10, 0, 0, 0, 9, 0x00, 0x01, 0x00, 0x08, 0x00, 0x00, 0x00, 0x60};
+  sw.send_bytes(hello);
+  auto err = sw.recv_type(ofp::Type::kError);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(std::get<ofp::ErrorMsg>(err->body).type, ofp::err::kHelloFailed);
+  EXPECT_TRUE(sw.wait_closed());
+}
+
+TEST_F(RuntimeTest, FirstMessageNotHelloIsRefused) {
+  start();
+  RawSwitch sw(port_);
+  sw.send(5, ofp::EchoRequest{});
+  auto err = sw.recv_type(ofp::Type::kError);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(std::get<ofp::ErrorMsg>(err->body).type, ofp::err::kHelloFailed);
+  EXPECT_TRUE(sw.wait_closed());
+  EXPECT_EQ(counter("southbound.errors.not_hello"), 1u);
+}
+
+TEST_F(RuntimeTest, LengthBelowHeaderClosesConnection) {
+  start();
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  const uint8_t bad[] = {0x04, 0x02, 0x00, 0x04, 0, 0, 0, 1};  // ECHO_REQUEST claiming 4 bytes
+  sw.send_bytes(bad);
+  EXPECT_TRUE(sw.wait_closed());
+  EXPECT_EQ(counter("southbound.errors.framing"), 1u);
+}
+
+TEST_F(RuntimeTest, OversizedMessageClosesConnection) {
+  SouthboundConfig cfg;
+  cfg.max_message_bytes = 1024;
+  start(cfg);
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  std::vector<uint8_t> big(2000, 0);
+  big[0] = 0x04; big[1] = 0x02; big[2] = 2000 >> 8; big[3] = 2000 & 0xff;
+  sw.send_bytes(big);
+  EXPECT_TRUE(sw.wait_closed());
+  EXPECT_EQ(counter("southbound.errors.oversize"), 1u);
+}
+
+TEST_F(RuntimeTest, TruncatedHeaderTimesOutHandshake) {
+  SouthboundConfig cfg;
+  cfg.handshake_timeout = 200ms;
+  start(cfg);
+  RawSwitch sw(port_);
+  const uint8_t part[] = {0x04, 0x00, 0x00};  // three bytes of a header, then silence
+  sw.send_bytes(part);
+  EXPECT_TRUE(sw.wait_closed(3000ms));
+  EXPECT_EQ(counter("southbound.errors.handshake_timeout"), 1u);
+}
+
+TEST_F(RuntimeTest, BodyShorterThanLengthWaitsThenDeadPeerIsClosed) {
+  SouthboundConfig cfg;
+  cfg.echo_interval = 100ms;
+  cfg.echo_timeout = 300ms;
+  start(cfg);
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  // Header promises 64 bytes, only 16 arrive: the controller waits for the rest (it cannot
+  // know the peer is lying), keeps probing with ECHO_REQUEST, and closes the silent peer.
+  const uint8_t part[] = {0x04, 0x0a, 0x00, 0x40, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0};
+  sw.send_bytes(part);
+  auto echo = sw.recv_type(ofp::Type::kEchoRequest, 2000ms);
+  EXPECT_TRUE(echo.has_value());
+  EXPECT_TRUE(sw.wait_closed(3000ms));
+  EXPECT_EQ(counter("southbound.errors.echo_timeout"), 1u);
+}
+
+TEST_F(RuntimeTest, MalformedBodyGetsBadLenErrorAndConnectionSurvives) {
+  start();
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  // PACKET_IN whose match claims 200 bytes in a 40-byte message.
+  std::vector<uint8_t> m = {0x04, 0x0a, 0x00, 0x28, 0, 0, 0, 0x42,   // header, xid 0x42
+                            0xff, 0xff, 0xff, 0xff, 0x00, 0x10, 0x00, 0x00,  // buffer, total_len, reason, table
+                            0, 0, 0, 0, 0, 0, 0, 0,                          // cookie
+                            0x00, 0x01, 0x00, 0xc8, 0, 0, 0, 0,              // match type OXM, length 200
+                            0, 0, 0, 0, 0, 0, 0, 0};
+  sw.send_bytes(m);
+  auto err = sw.recv_type(ofp::Type::kError);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->xid, 0x42u);
+  const auto& e = std::get<ofp::ErrorMsg>(err->body);
+  EXPECT_TRUE(e.type == ofp::err::kBadRequest || e.type == ofp::err::kBadMatch) << e.type;
+  EXPECT_GE(e.data.size(), 8u);  // echoes the offending bytes
+  EXPECT_EQ(counter("southbound.errors.decode"), 1u);
+  // Still alive: an echo is answered.
+  sw.send(77, ofp::EchoRequest{{1, 2, 3}});
+  auto rep = sw.recv_type(ofp::Type::kEchoReply);
+  ASSERT_TRUE(rep);
+  EXPECT_EQ(rep->xid, 77u);
+  EXPECT_EQ(std::get<ofp::EchoReply>(rep->body).data, (ofp::Bytes{1, 2, 3}));
+}
+
+TEST_F(RuntimeTest, UnknownTypeGetsBadTypeError) {
+  start();
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  const uint8_t unk[] = {0x04, 0xc8, 0x00, 0x08, 0, 0, 0, 0x55};
+  sw.send_bytes(unk);
+  auto err = sw.recv_type(ofp::Type::kError);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(err->xid, 0x55u);
+  EXPECT_EQ(std::get<ofp::ErrorMsg>(err->body).type, ofp::err::kBadRequest);
+  EXPECT_EQ(std::get<ofp::ErrorMsg>(err->body).code, ofp::err::kBrcBadType);
+}
+
+TEST_F(RuntimeTest, WrongVersionAfterNegotiationGetsBadVersion) {
+  start();
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  const uint8_t echo10[] = {0x01, 0x02, 0x00, 0x08, 0, 0, 0, 0x66};
+  sw.send_bytes(echo10);
+  auto err = sw.recv_type(ofp::Type::kError);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(std::get<ofp::ErrorMsg>(err->body).code, ofp::err::kBrcBadVersion);
+  EXPECT_EQ(counter("southbound.errors.bad_version"), 1u);
+}
+
+TEST_F(RuntimeTest, SwitchSendingFlowModGetsBadType) {
+  start();
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  sw.send(9, ofp::FlowMod{});
+  auto err = sw.recv_type(ofp::Type::kError);
+  ASSERT_TRUE(err);
+  EXPECT_EQ(std::get<ofp::ErrorMsg>(err->body).code, ofp::err::kBrcBadType);
+  EXPECT_EQ(counter("southbound.errors.unexpected_type"), 1u);
+}
+
+TEST_F(RuntimeTest, EchoFloodIsRateLimitedAndOtherSwitchesStayServed) {
+  SouthboundConfig cfg;
+  cfg.echo_rate_limit = 500;
+  start(cfg);
+  hooks_.on_packet_in = [](SwitchContext& sw, const ofp::PacketIn& pin) {
+    ofp::PacketOut po;
+    po.in_port = pin.in_port();
+    po.actions.push_back(ofp::ActionOutput{ofp::port::kFlood, 0});
+    po.data = pin.data;
+    sw.send(std::move(po));
+  };
+  RawSwitch flooder(port_), good(port_);
+  ASSERT_TRUE(flooder.handshake(1));
+  ASSERT_TRUE(good.handshake(2));
+  std::atomic<bool> done{false};
+  std::thread flood([&] {
+    ofp::Bytes burst;
+    for (int i = 0; i < 2000; ++i) (void)ofp::encode(static_cast<uint32_t>(i), ofp::EchoRequest{}, burst);
+    for (int r = 0; r < 10 && !done; ++r) flooder.send_bytes(burst);
+  });
+  // While the flood runs, the good switch's PacketIns are answered.
+  const uint8_t frame[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x06};
+  int answered = 0;
+  for (int i = 0; i < 20; ++i) {
+    good.send(1000 + i, packet_in(frame));
+    if (good.recv_type(ofp::Type::kPacketOut, 2000ms)) ++answered;
+  }
+  done = true;
+  flood.join();
+  EXPECT_EQ(answered, 20);
+  ASSERT_TRUE(eventually([&] { return counter("southbound.echo.rate_limited") > 0; }));
+  // 20000 requests at 500/s for well under a few seconds: most were dropped, not answered.
+  EXPECT_LT(counter("southbound.tx.echo_reply"), 20000u);
+}
+
+TEST_F(RuntimeTest, BatchCompletesOnBarrierOrReportsError) {
+  start();
+  std::mutex mu;
+  std::vector<BatchResult> results;
+  hooks_.on_packet_in = [&](SwitchContext& sw, const ofp::PacketIn& pin) {
+    std::vector<ofp::Body> batch;
+    for (int i = 0; i < 3; ++i) {
+      ofp::FlowMod fm;
+      fm.priority = static_cast<uint16_t>(10 + i);
+      fm.match.set(ofp::OxmField::kInPort, pin.in_port());
+      batch.push_back(fm);
+    }
+    sw.send_batch(std::move(batch), Lane::kHigh, [&](const BatchResult& r) {
+      std::lock_guard l(mu);
+      results.push_back(r);
+    });
+  };
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  const uint8_t frame[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x06};
+  // First batch: confirmed.
+  sw.send(1, packet_in(frame));
+  std::vector<uint32_t> xids;
+  for (int i = 0; i < 3; ++i) {
+    auto fm = sw.recv_type(ofp::Type::kFlowMod);
+    ASSERT_TRUE(fm);
+    xids.push_back(fm->xid);
+  }
+  auto b = sw.recv_type(ofp::Type::kBarrierRequest);
+  ASSERT_TRUE(b);
+  sw.send(b->xid, ofp::BarrierReply{});
+  ASSERT_TRUE(eventually([&] { std::lock_guard l(mu); return results.size() == 1; }));
+  EXPECT_TRUE(results[0].ok);
+  // Second batch: the switch rejects the middle FlowMod.
+  sw.send(2, packet_in(frame));
+  xids.clear();
+  for (int i = 0; i < 3; ++i) {
+    auto fm = sw.recv_type(ofp::Type::kFlowMod);
+    ASSERT_TRUE(fm);
+    xids.push_back(fm->xid);
+  }
+  b = sw.recv_type(ofp::Type::kBarrierRequest);
+  ASSERT_TRUE(b);
+  sw.send(xids[1], ofp::ErrorMsg{ofp::err::kFlowModFailed, 1, {}});
+  sw.send(b->xid, ofp::BarrierReply{});
+  ASSERT_TRUE(eventually([&] { std::lock_guard l(mu); return results.size() == 2; }));
+  EXPECT_FALSE(results[1].ok);
+  EXPECT_FALSE(results[1].disconnected);
+  EXPECT_EQ(results[1].failed_xid, xids[1]);
+  EXPECT_EQ(results[1].error.type, ofp::err::kFlowModFailed);
+  // Third batch: the switch disconnects before confirming.
+  sw.send(3, packet_in(frame));
+  ASSERT_TRUE(sw.recv_type(ofp::Type::kBarrierRequest));
+  sw.close();
+  ASSERT_TRUE(eventually([&] { std::lock_guard l(mu); return results.size() == 3; }));
+  EXPECT_TRUE(results[2].disconnected);
+}
+
+TEST_F(RuntimeTest, HighLaneOvertakesLowLaneBurst) {
+  SouthboundConfig cfg;
+  cfg.low_lane_quantum = 4096;
+  start(cfg);
+  hooks_.on_packet_in = [](SwitchContext& sw, const ofp::PacketIn& pin) {
+    // A rotation-like burst of 4000 FlowMods in the low lane, then one reactive reply.
+    for (int b = 0; b < 200; ++b) {
+      std::vector<ofp::Body> batch;
+      for (int i = 0; i < 20; ++i) {
+        ofp::FlowMod fm;
+        fm.priority = 100;
+        fm.match.set(ofp::OxmField::kEthType, 0x0800).set(ofp::OxmField::kIpv4Dst, 0x0a000000u + static_cast<uint32_t>(b * 20 + i));
+        batch.push_back(fm);
+      }
+      sw.send_batch(std::move(batch), Lane::kLow, nullptr);
+    }
+    ofp::PacketOut po;
+    po.in_port = pin.in_port();
+    po.actions.push_back(ofp::ActionOutput{2, 0});
+    po.data = pin.data;
+    sw.send(std::move(po), Lane::kHigh);
+  };
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  const uint8_t frame[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x06};
+  sw.send(1, packet_in(frame));
+  auto po = sw.recv_type(ofp::Type::kPacketOut, 3000ms);
+  ASSERT_TRUE(po);
+  size_t flowmods_before = 0;
+  for (const auto& m : sw.skipped()) flowmods_before += ofp::type_of(m.body) == ofp::Type::kFlowMod;
+  // The reply came before (almost all of) the burst: at most one quantum of low-lane bytes.
+  EXPECT_LT(flowmods_before, 200u);
+}
+
+TEST_F(RuntimeTest, RepliesToManyPacketInsAreGatheredIntoFewWrites) {
+  start();
+  hooks_.on_packet_in = [](SwitchContext& sw, const ofp::PacketIn& pin) {
+    ofp::PacketOut po;
+    po.in_port = pin.in_port();
+    po.actions.push_back(ofp::ActionOutput{2, 0});
+    po.data = pin.data;
+    sw.send(std::move(po));
+  };
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  ASSERT_TRUE(eventually([&] { return hooks_.ups == 1; }));
+  const uint64_t writes_before = counter("southbound.tx.writes");
+  const uint8_t frame[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x06};
+  ofp::Bytes burst;
+  for (int i = 0; i < 200; ++i) (void)ofp::encode(static_cast<uint32_t>(i), packet_in(frame), burst);
+  sw.send_bytes(burst);
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(sw.recv_type(ofp::Type::kPacketOut)) << i;
+  const uint64_t writes = counter("southbound.tx.writes") - writes_before;
+  EXPECT_LT(writes, 50u) << "200 replies took " << writes << " writes";
+}
+
+TEST_F(RuntimeTest, NewConnectionWithSameDpidReplacesOld) {
+  start();
+  RawSwitch a(port_);
+  ASSERT_TRUE(a.handshake(42));
+  RawSwitch b(port_);
+  ASSERT_TRUE(b.handshake(42));
+  EXPECT_TRUE(a.wait_closed());
+  EXPECT_EQ(counter("southbound.dpid.replaced"), 1u);
+  ASSERT_TRUE(eventually([&] { return ctl_->switch_count() == 1 && gauge("southbound.switches.up") == 1; }));
+}
+
+TEST_F(RuntimeTest, ThousandReconnectsLeakNoDescriptorOrConnection) {
+  start();
+  // Warm up once so lazily created descriptors (epoll, eventfd) are counted in the baseline.
+  {
+    RawSwitch sw(port_);
+    ASSERT_TRUE(sw.handshake(7));
+  }
+  ASSERT_TRUE(eventually([&] { return gauge("southbound.connections.active") == 0; }));
+  const size_t fds_before = open_fds();
+  for (int i = 0; i < 1000; ++i) {
+    RawSwitch sw(port_);
+    ASSERT_TRUE(sw.handshake(1000 + static_cast<uint64_t>(i % 10))) << "iteration " << i;
+  }
+  ASSERT_TRUE(eventually([&] { return gauge("southbound.connections.active") == 0; }, 5000ms));
+  EXPECT_EQ(ctl_->switch_count(), 0u);
+  EXPECT_EQ(gauge("southbound.switches.up"), 0);
+  EXPECT_EQ(counter("southbound.connections.accepted"), 1001u);
+  EXPECT_EQ(counter("southbound.connections.closed"), 1001u);
+  EXPECT_LE(open_fds(), fds_before);
+}
+
+}  // namespace
+}  // namespace sdn::southbound
