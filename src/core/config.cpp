@@ -92,6 +92,26 @@ std::string Config::get_string(std::string_view section, std::string_view key, s
   return *n->value<std::string>();
 }
 
+std::vector<std::string> Config::get_string_list(std::string_view section, std::string_view key,
+                                                 std::vector<std::string> def) {
+  const toml::node* n = node(section, key);
+  if (!n) return def;
+  const toml::array* arr = n->as_array();
+  if (!arr) {
+    problems_.push_back(fmt::format("{}.{}: expected an array of strings", section, key));
+    return def;
+  }
+  std::vector<std::string> out;
+  for (const auto& e : *arr) {
+    if (!e.is_string()) {
+      problems_.push_back(fmt::format("{}.{}: expected an array of strings", section, key));
+      return def;
+    }
+    out.push_back(*e.value<std::string>());
+  }
+  return out;
+}
+
 std::vector<std::string> Config::finish() const {
   std::vector<std::string> out = problems_;
   for (const auto& [k, v] : root_) {

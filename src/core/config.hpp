@@ -29,6 +29,8 @@ class Config {
                     double min = -1e300, double max = 1e300);
   bool get_bool(std::string_view section, std::string_view key, bool def);
   std::string get_string(std::string_view section, std::string_view key, std::string def);
+  std::vector<std::string> get_string_list(std::string_view section, std::string_view key,
+                                           std::vector<std::string> def);
   // Whether the file sets that key (command-line flags override only what the file left unset).
   bool has(std::string_view section, std::string_view key) const;
 

@@ -1,6 +1,7 @@
 // Resolves the runtime's counters from the registry.
 #include "southbound/counters.hpp"
 
+#include <cctype>
 #include <string>
 
 #include "ofp/message.hpp"
@@ -37,7 +38,8 @@ Counters::Counters(core::Metrics& m)
       batches_failed(m.counter("southbound.batches.failed")),
       accept_errors(m.counter("southbound.errors.accept")) {
   for (size_t t = 0; t < rx_by_type.size(); ++t) {
-    const std::string name = ofp::type_name(static_cast<ofp::Type>(t));
+    std::string name = ofp::type_name(static_cast<ofp::Type>(t));
+    for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     rx_by_type[t] = &m.counter("southbound.rx." + name);
     tx_by_type[t] = &m.counter("southbound.tx." + name);
   }
