@@ -15,10 +15,10 @@ inline constexpr uint16_t kArpReply = 2;
 
 struct Arp {
   uint16_t op = kArpRequest;
-  Mac sha;        // sender hardware address
-  Ipv4Addr spa;   // sender protocol address
-  Mac tha;        // target hardware address (zero in requests)
-  Ipv4Addr tpa;   // target protocol address
+  Mac sha{};        // sender hardware address
+  Ipv4Addr spa{};   // sender protocol address
+  Mac tha{};        // target hardware address (zero in requests)
+  Ipv4Addr tpa{};   // target protocol address
   bool operator==(const Arp&) const = default;
 };
 

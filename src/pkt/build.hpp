@@ -19,8 +19,8 @@
 namespace sdn::pkt {
 
 struct EthSpec {
-  Mac dst;
-  Mac src;
+  Mac dst{};
+  Mac src{};
   std::array<VlanTag, kMaxVlanTags> vlans{};  // outer first
   uint8_t vlan_count = 0;                     // 0..2
   bool pad = true;                            // zero-pad to kEthMinFrameLen
@@ -32,8 +32,8 @@ struct EthSpec {
 };
 
 struct Ipv4Spec {
-  Ipv4Addr src;
-  Ipv4Addr dst;
+  Ipv4Addr src{};
+  Ipv4Addr dst{};
   uint8_t protocol = 0;  // set by build_tcp/udp/icmp
   uint8_t ttl = 64;
   uint8_t dscp = 0;
@@ -42,7 +42,7 @@ struct Ipv4Spec {
   bool df = true;
   bool mf = false;
   uint16_t frag_offset = 0;  // 8-byte units
-  ByteView options;          // length a multiple of 4, at most 40
+  ByteView options{};          // length a multiple of 4, at most 40
 };
 
 struct TcpSpec {
@@ -52,7 +52,7 @@ struct TcpSpec {
   uint32_t ack = 0;
   uint16_t flags = tcpflag::kSyn;
   uint16_t window = 65535;
-  ByteView options;  // length a multiple of 4, at most 40
+  ByteView options{};  // length a multiple of 4, at most 40
 };
 
 struct IcmpSpec {
@@ -62,14 +62,14 @@ struct IcmpSpec {
 };
 
 struct LldpSpec {
-  Mac src;
+  Mac src{};
   Mac dst = kLldpMulticast;
   uint8_t chassis_id_subtype = kChassisIdSubtypeLocal;
-  Bytes chassis_id;  // 1..255 bytes (longer is cut at 255)
+  Bytes chassis_id{};  // 1..255 bytes (longer is cut at 255)
   uint8_t port_id_subtype = kPortIdSubtypePortComponent;
-  Bytes port_id;     // 1..255 bytes
+  Bytes port_id{};     // 1..255 bytes
   uint16_t ttl = 120;
-  std::optional<std::string> system_name;  // cut at 255 bytes
+  std::optional<std::string> system_name{};  // cut at 255 bytes
 };
 
 // Preconditions (asserted; these are programmer inputs, not wire data): payloads fit an

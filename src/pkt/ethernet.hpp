@@ -41,12 +41,12 @@ struct VlanTag {
 };
 
 struct Ethernet {
-  Mac dst;
-  Mac src;
+  Mac dst{};
+  Mac src{};
   std::array<VlanTag, kMaxVlanTags> vlans{};  // outer first
   uint8_t vlan_count = 0;
   uint16_t ethertype = 0;  // after the tags; < 0x0600 is an 802.3 length (LLC frame)
-  ByteView payload;        // everything after the header and tags (may include padding)
+  ByteView payload{};        // everything after the header and tags (may include padding)
 
   bool is_ethernet_ii() const { return ethertype >= ethertype::kMinEthernetII; }
   const VlanTag* outer_vlan() const { return vlan_count > 0 ? &vlans[0] : nullptr; }

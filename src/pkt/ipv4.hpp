@@ -29,12 +29,12 @@ struct Ipv4 {
   uint8_t ttl = 0;
   uint8_t protocol = 0;
   uint16_t checksum = 0;
-  Ipv4Addr src;
-  Ipv4Addr dst;
+  Ipv4Addr src{};
+  Ipv4Addr dst{};
   bool checksum_ok = false;  // header checksum verified; a bad one is reported, not rejected
   bool truncated = false;    // total_length > bytes present, accepted with allow_truncated
-  ByteView options;          // header bytes past the first 20 (IHL > 5)
-  ByteView payload;          // [header_len, total_length) clipped to the bytes present
+  ByteView options{};          // header bytes past the first 20 (IHL > 5)
+  ByteView payload{};          // [header_len, total_length) clipped to the bytes present
 
   bool is_fragment() const { return mf || frag_offset != 0; }
   // Only a first fragment (offset 0) carries the L4 header.

@@ -43,8 +43,8 @@ struct Tcp {
   uint16_t window = 0;
   uint16_t checksum = 0;
   uint16_t urgent = 0;
-  ByteView options;
-  ByteView payload;
+  ByteView options{};
+  ByteView payload{};
 };
 
 struct Udp {
@@ -52,7 +52,7 @@ struct Udp {
   uint16_t dst_port = 0;
   uint16_t length = 0;  // header + data, from the wire
   uint16_t checksum = 0;
-  ByteView payload;     // [8, length) clipped to the bytes present
+  ByteView payload{};     // [8, length) clipped to the bytes present
 };
 
 struct Icmp {
@@ -60,7 +60,7 @@ struct Icmp {
   uint8_t code = 0;
   uint16_t checksum = 0;
   uint32_t rest = 0;  // rest-of-header: id/seq for echo, unused/MTU for errors
-  ByteView payload;
+  ByteView payload{};
 
   uint16_t echo_id() const { return static_cast<uint16_t>(rest >> 16); }
   uint16_t echo_seq() const { return static_cast<uint16_t>(rest & 0xffff); }

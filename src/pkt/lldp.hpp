@@ -34,11 +34,11 @@ inline constexpr uint8_t kPortIdSubtypeLocal = 7;
 
 struct Lldp {
   uint8_t chassis_id_subtype = 0;
-  ByteView chassis_id;   // 1..255 bytes, a view into the frame
+  ByteView chassis_id{};   // 1..255 bytes, a view into the frame
   uint8_t port_id_subtype = 0;
-  ByteView port_id;      // 1..255 bytes
+  ByteView port_id{};      // 1..255 bytes
   uint16_t ttl = 0;      // seconds
-  std::optional<ByteView> system_name;  // first System Name TLV, if any
+  std::optional<ByteView> system_name{};  // first System Name TLV, if any
 };
 
 // Rules (8.2, 8.5): TLV header or value past the end -> kTruncated; first three TLVs not

@@ -23,13 +23,13 @@ struct ParseOptions {
 
 struct Parsed {
   Ethernet eth;
-  std::optional<Arp> arp;
-  std::optional<Ipv4> ipv4;
-  std::optional<Lldp> lldp;
+  std::optional<Arp> arp{};
+  std::optional<Ipv4> ipv4{};
+  std::optional<Lldp> lldp{};
   // At most one of these, only for an unfragmented packet or a first fragment.
-  std::optional<Tcp> tcp;
-  std::optional<Udp> udp;
-  std::optional<Icmp> icmp;
+  std::optional<Tcp> tcp{};
+  std::optional<Udp> udp{};
+  std::optional<Icmp> icmp{};
 
   const VlanTag* vlan() const { return eth.outer_vlan(); }
   std::optional<uint16_t> l4_src_port() const;
