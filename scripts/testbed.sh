@@ -11,6 +11,7 @@
 #   exec HOST CMD...     run CMD inside host HOST's namespace (HOST: h1 or PREFIXh1)
 #   pingall              ping every ordered host pair; matrix, reachability, first-packet vs steady RTT
 #   wait-connected [S]   wait up to S seconds (default 30) until every switch is connected
+#   restart-switch SW [D]  delete bridge SW, wait D seconds (default 0), re-create it as it was
 # options (or environment):
 #   --prefix P           name prefix for bridges, namespaces, ports (TB_PREFIX, default "sdt-")
 #   --port N             controller tcp:127.0.0.1:N (TB_PORT, default 6653)
@@ -36,7 +37,7 @@ PING_INTERVAL=${TB_PING_INTERVAL:-0.2}
 JSON_OUT=""
 QUIET=0
 
-usage() { sed -n '6,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '6,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 
 # ---------------------------------------------------------------- argument parsing
 ARGS=()
@@ -144,7 +145,11 @@ load_state() {
     H_NAME+=("$a"); H_NS+=("$b"); H_IP+=("$c"); H_MAC+=("$d"); H_SW+=("$e"); H_PORT+=("$f")
   done <"$HOSTS_TSV"
   while IFS=$'\t' read -r a b; do SW+=("$a"); SW_DPID+=("$b"); done <"$SWITCHES_TSV"
+  L_A=() L_AP=() L_B=() L_BP=()
+  while IFS=$'\t' read -r a b c d e; do L_A+=("$a"); L_AP+=("$b"); L_B+=("$c"); L_BP+=("$d"); done <"$LINKS_TSV"
   CONTROLLER=$(cat "$STATE_DIR/controller")
+  FAIL_MODE=$(cat "$STATE_DIR/fail_mode")
+  SHAPE=$(cat "$STATE_DIR/shape")
 }
 
 write_manifest() {   # write_manifest PATH
@@ -177,6 +182,34 @@ write_manifest() {   # write_manifest PATH
 }
 
 # ---------------------------------------------------------------- up
+# switch_args I: append to V the ovs-vsctl commands that create switch I with its controller,
+# host ports and its side of every patch link (ports numbered as planned, via ofport_request).
+switch_args() {
+  local i=$1 sw=${SW[$1]} j n
+  V+=(-- add-br "$sw"
+      -- set bridge "$sw" datapath_type=netdev protocols=OpenFlow13 fail_mode="$FAIL_MODE"
+         other-config:datapath-id="${SW_DPID[$i]}" other-config:disable-in-band=true)
+  if [[ $CONTROLLER != none ]]; then
+    # max_backoff 1 s: reconnect quickly when the controller starts after the switches.
+    V+=(-- --id=@c$i create controller target="\"$CONTROLLER\"" max_backoff=1000 inactivity_probe=5000
+        -- set bridge "$sw" controller=@c$i)
+  fi
+  for j in "${!H_NS[@]}"; do
+    [[ ${H_SW[$j]} == "$sw" ]] || continue
+    n="$sw-eth${H_PORT[$j]}"
+    V+=(-- add-port "$sw" "$n" -- set interface "$n" ofport_request="${H_PORT[$j]}")
+  done
+  for j in "${!L_A[@]}"; do
+    local a="${L_A[$j]}-eth${L_AP[$j]}" b="${L_B[$j]}-eth${L_BP[$j]}"
+    if [[ ${L_A[$j]} == "$sw" ]]; then
+      V+=(-- add-port "$sw" "$a" -- set interface "$a" type=patch options:peer="$b" ofport_request="${L_AP[$j]}")
+    fi
+    if [[ ${L_B[$j]} == "$sw" ]]; then
+      V+=(-- add-port "$sw" "$b" -- set interface "$b" type=patch options:peer="$a" ofport_request="${L_BP[$j]}")
+    fi
+  done
+}
+
 cmd_up() {
   need_root "testbed.sh up"
   need_cmds ip ovs-vsctl ethtool sysctl
@@ -203,6 +236,8 @@ cmd_up() {
     for i in "${!H_NS[@]}"; do echo "netns ${H_NS[$i]}"; echo "veth ${H_SW[$i]}-eth${H_PORT[$i]}"; done
   } >"$STATE_FILE"
   echo "$CONTROLLER" >"$STATE_DIR/controller"
+  echo "$FAIL_MODE" >"$STATE_DIR/fail_mode"
+  echo "$SHAPE" >"$STATE_DIR/shape"
   for i in "${!H_NAME[@]}"; do
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${H_NAME[$i]}" "${H_NS[$i]}" "${H_IP[$i]}" "${H_MAC[$i]}" "${H_SW[$i]}" "${H_PORT[$i]}"
   done >"$HOSTS_TSV"
@@ -231,28 +266,9 @@ cmd_up() {
     printf 'link set lo up\naddr add %s/24 dev eth0\nlink set eth0 up\n' "${H_IP[$i]}" | ip -n "${H_NS[$i]}" -batch -
   done
   # 4. Switches, ports and patch links in one OVSDB transaction.
-  local v=(ovs-vsctl --timeout=30)
-  for i in "${!SW[@]}"; do
-    sw=${SW[$i]}
-    v+=(-- add-br "$sw"
-        -- set bridge "$sw" datapath_type=netdev protocols=OpenFlow13 fail_mode="$FAIL_MODE"
-           other-config:datapath-id="${SW_DPID[$i]}" other-config:disable-in-band=true)
-    if [[ $CONTROLLER != none ]]; then
-      # max_backoff 1 s: reconnect quickly when the controller starts after the switches.
-      v+=(-- --id=@c$i create controller target="\"$CONTROLLER\"" max_backoff=1000 inactivity_probe=5000
-          -- set bridge "$sw" controller=@c$i)
-    fi
-  done
-  for i in "${!H_NS[@]}"; do
-    n="${H_SW[$i]}-eth${H_PORT[$i]}"
-    v+=(-- add-port "${H_SW[$i]}" "$n" -- set interface "$n" ofport_request="${H_PORT[$i]}")
-  done
-  for i in "${!L_A[@]}"; do
-    local a="${L_A[$i]}-eth${L_AP[$i]}" b="${L_B[$i]}-eth${L_BP[$i]}"
-    v+=(-- add-port "${L_A[$i]}" "$a" -- set interface "$a" type=patch options:peer="$b" ofport_request="${L_AP[$i]}"
-        -- add-port "${L_B[$i]}" "$b" -- set interface "$b" type=patch options:peer="$a" ofport_request="${L_BP[$i]}")
-  done
-  "${v[@]}" >/dev/null   # (prints the new controller UUIDs)
+  V=(ovs-vsctl --timeout=30)
+  for i in "${!SW[@]}"; do switch_args "$i"; done
+  "${V[@]}" >/dev/null   # (prints the new controller UUIDs)
   trap - ERR
 
   write_manifest "$STATE_DIR/manifest.json"
@@ -367,6 +383,25 @@ cmd_wait_connected() {
   done
 }
 
+# ---------------------------------------------------------------- restart-switch
+# A switch "reboot": delete the bridge (its TCP connection to the controller closes and its flow
+# table is lost), then re-create it with the same dpid, ports and controller. The host veths and
+# the peers' patch ports stay, as cables would.
+cmd_restart_switch() {
+  need_root "testbed.sh restart-switch"
+  load_state
+  local name=${1:-} i idx=-1 down=${2:-0}
+  for i in "${!SW[@]}"; do [[ $name == "${SW[$i]}" || "$PREFIX$name" == "${SW[$i]}" ]] && idx=$i; done
+  ((idx >= 0)) || die "usage: testbed.sh restart-switch SWITCH [SECONDS_DOWN] (e.g. s2)"
+  local t0; t0=$(now_ms)
+  ovs-vsctl --timeout=30 --if-exists del-br "${SW[$idx]}"
+  sleep "$down"
+  V=(ovs-vsctl --timeout=30)
+  switch_args "$idx"
+  "${V[@]}" >/dev/null
+  log "switch ${SW[$idx]} re-created ($(fmt_ms $(($(now_ms) - t0))))"
+}
+
 # ---------------------------------------------------------------- exec
 host_index() {   # host_index NAME -> index into H_* (accepts h1 or PREFIXh1)
   local i
@@ -458,5 +493,6 @@ case $CMD in
   exec) cmd_exec "$@" ;;
   pingall) cmd_pingall ;;
   wait-connected) cmd_wait_connected "$@" ;;
+  restart-switch) cmd_restart_switch "$@" ;;
   *) usage ;;
 esac

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Capture sdnator's OpenFlow traffic on lo while the tree testbed comes up and runs pingall, then
+# dissect it with Wireshark's OpenFlow 1.3 dissector: all expected message types must be present,
+# every message must be version 1.3, and there must be no malformed packets, no expert errors and
+# no OFPT_ERROR from a switch.
+source "$(dirname "$0")/lib.sh" "$@"
+need_cmds tshark
+PCAP="$IT_WORK/openflow.pcapng"
+
+start_controller
+step "tshark capturing on lo, filter 'tcp port $IT_PORT'"
+tshark -i lo -f "tcp port $IT_PORT" -w "$PCAP" -q >"$IT_WORK/tshark.log" 2>&1 &
+TSHARK_PID=$!
+BG_PIDS+=("$TSHARK_PID")
+for _ in $(seq 1 100); do grep -q "Capturing on" "$IT_WORK/tshark.log" && break; sleep 0.1; done
+grep -q "Capturing on" "$IT_WORK/tshark.log" || fail "tshark did not start: $(cat "$IT_WORK/tshark.log")"
+
+up_tree
+"${TB[@]}" --count 3 pingall || fail "pingall failed"
+sleep 1   # let trailing barriers / echo exchanges land in the capture
+kill -INT "$TSHARK_PID"
+wait "$TSHARK_PID" || true
+[[ -s $PCAP ]] || fail "empty capture"
+
+# Wireshark 4.0: the "openflow" dissector dispatches on the version byte to openflow_v4 (1.3).
+DECODE=(-d "tcp.port==$IT_PORT,openflow")
+tshark -r "$PCAP" "${DECODE[@]}" -V >"$IT_WORK/openflow.txt" 2>&1 || fail "tshark could not read the capture"
+frames=$(tshark -r "$PCAP" | wc -l)
+
+# One line per OpenFlow message: version<TAB>type (a segment may carry several messages).
+tshark -r "$PCAP" "${DECODE[@]}" -T fields -E occurrence=a -E separator=/t -e openflow_v4.version -e openflow_v4.type \
+  2>/dev/null | awk -F'\t' 'NF == 2 && $2 != "" { nv = split($1, v, ","); nt = split($2, t, ",");
+    for (i = 1; i <= nt; i++) print (nv >= i ? v[i] : v[1]) "\t" t[i] }' >"$IT_WORK/types.tsv"
+msgs=$(wc -l <"$IT_WORK/types.tsv")
+step "$frames frames, $msgs OpenFlow 1.3 messages"
+((msgs > 0)) || fail "no OpenFlow 1.3 messages dissected"
+bad_version=$(awk -F'\t' '$1 != "0x04" && $1 != "4"' "$IT_WORK/types.tsv" | wc -l)
+((bad_version == 0)) || fail "$bad_version messages are not OpenFlow 1.3"
+
+declare -A NAME=([0]=HELLO [1]=ERROR [2]=ECHO_REQUEST [3]=ECHO_REPLY [5]=FEATURES_REQUEST [6]=FEATURES_REPLY
+  [10]=PACKET_IN [12]=PORT_STATUS [13]=PACKET_OUT [14]=FLOW_MOD [18]=MULTIPART_REQUEST [19]=MULTIPART_REPLY
+  [20]=BARRIER_REQUEST [21]=BARRIER_REPLY)
+count() { awk -F'\t' -v t="$1" '$2 == t' "$IT_WORK/types.tsv" | wc -l; }
+summary=""
+for t in $(cut -f2 "$IT_WORK/types.tsv" | sort -n | uniq); do summary+="${NAME[$t]:-type$t}=$(count "$t") "; done
+step "message types: $summary"
+for t in 0 5 6 10 13 14 18 19 20 21; do
+  (($(count $t) > 0)) || fail "no ${NAME[$t]} (type $t) in the capture"
+done
+(($(count 1) == 0)) || {
+  grep -A12 'Type: OFPT_ERROR' "$IT_WORK/openflow.txt" | head -40 >&2
+  fail "$(count 1) OFPT_ERROR messages in the capture (a switch rejected something the controller sent)"
+}
+
+malformed=$(grep -c 'Malformed Packet' "$IT_WORK/openflow.txt" || true)
+experts=$(tshark -r "$PCAP" "${DECODE[@]}" -Y '_ws.malformed || _ws.expert.severity >= "Error"' 2>/dev/null | wc -l)
+if ((malformed > 0 || experts > 0)); then
+  tshark -r "$PCAP" "${DECODE[@]}" -Y '_ws.malformed || _ws.expert.severity >= "Error"' 2>/dev/null | head -20 >&2
+  fail "$malformed 'Malformed Packet' and $experts frames with expert errors"
+fi
+step "no malformed packets, no expert errors"
+stop_controller
+step "PASS"
