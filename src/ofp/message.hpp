@@ -46,11 +46,23 @@ inline constexpr uint16_t kBacBadType = 0;         //   OFPBAC_BAD_TYPE
 inline constexpr uint16_t kBacBadLen = 1;          //   OFPBAC_BAD_LEN
 inline constexpr uint16_t kBadInstruction = 3;     // OFPET_BAD_INSTRUCTION
 inline constexpr uint16_t kBicUnknownInst = 0;     //   OFPBIC_UNKNOWN_INST
-inline constexpr uint16_t kBicBadLen = 6;          //   OFPBIC_BAD_LEN
+inline constexpr uint16_t kBicBadLen = 7;          //   OFPBIC_BAD_LEN (was 6 = OFPBIC_BAD_EXP_TYPE: fixed)
 inline constexpr uint16_t kBadMatch = 4;           // OFPET_BAD_MATCH
 inline constexpr uint16_t kBmcBadLen = 1;          //   OFPBMC_BAD_LEN
 inline constexpr uint16_t kBmcBadField = 6;        //   OFPBMC_BAD_FIELD
 inline constexpr uint16_t kFlowModFailed = 5;      // OFPET_FLOW_MOD_FAILED
+// Added with the codec (same spec table, 7.4.4):
+inline constexpr uint16_t kBrcBadExperimenter = 3; //   OFPBRC_BAD_EXPERIMENTER
+inline constexpr uint16_t kBacBadSetType = 13;     //   OFPBAC_BAD_SET_TYPE
+inline constexpr uint16_t kBacBadSetLen = 14;      //   OFPBAC_BAD_SET_LEN
+inline constexpr uint16_t kBacBadSetArgument = 15; //   OFPBAC_BAD_SET_ARGUMENT
+inline constexpr uint16_t kBmcBadType = 0;         //   OFPBMC_BAD_TYPE
+inline constexpr uint16_t kBmcBadMask = 8;         //   OFPBMC_BAD_MASK
+inline constexpr uint16_t kBmcDupField = 10;       //   OFPBMC_DUP_FIELD
+inline constexpr uint16_t kFmfcBadCommand = 6;     //   OFPFMFC_BAD_COMMAND
+inline constexpr uint16_t kGroupModFailed = 6;     // OFPET_GROUP_MOD_FAILED
+inline constexpr uint16_t kMeterModFailed = 12;    // OFPET_METER_MOD_FAILED
+inline constexpr uint16_t kMmfcBadBand = 8;        //   OFPMMFC_BAD_BAND
 }  // namespace err
 
 struct Error {
@@ -69,33 +81,38 @@ struct Header {
   Type type{};
   uint16_t length = 0;
   uint32_t xid = 0;
+  bool operator==(const Header&) const = default;
 };
 
 struct Hello {                 // 7.5.1; bitmap of supported versions (bit n = version n)
   uint32_t version_bitmap = 1u << kVersion;  // 0 = no HELLO_ELEM_VERSIONBITMAP on the wire
+  bool operator==(const Hello&) const = default;
 };
 struct ErrorMsg {              // 7.4.4
   uint16_t type = 0;
   uint16_t code = 0;
   Bytes data;                  // at least 64 bytes of the offending message, by convention
+  bool operator==(const ErrorMsg&) const = default;
 };
-struct EchoRequest { Bytes data; };
-struct EchoReply { Bytes data; };
-struct FeaturesRequest {};
+struct EchoRequest { Bytes data; bool operator==(const EchoRequest&) const = default; };
+struct EchoReply { Bytes data; bool operator==(const EchoReply&) const = default; };
+struct FeaturesRequest { bool operator==(const FeaturesRequest&) const = default; };
 struct FeaturesReply {         // 7.3.1
   uint64_t datapath_id = 0;
   uint32_t n_buffers = 0;
   uint8_t n_tables = 0;
   uint8_t auxiliary_id = 0;
   uint32_t capabilities = 0;
+  bool operator==(const FeaturesReply&) const = default;
 };
-struct GetConfigRequest {};
+struct GetConfigRequest { bool operator==(const GetConfigRequest&) const = default; };
 struct SwitchConfig {          // 7.3.2: GET_CONFIG_REPLY and SET_CONFIG share the body
   uint16_t flags = 0;
   uint16_t miss_send_len = kControllerMaxLenNoBuffer;
+  bool operator==(const SwitchConfig&) const = default;
 };
-struct GetConfigReply { SwitchConfig config; };
-struct SetConfig { SwitchConfig config; };
+struct GetConfigReply { SwitchConfig config; bool operator==(const GetConfigReply&) const = default; };
+struct SetConfig { SwitchConfig config; bool operator==(const SetConfig&) const = default; };
 
 // PACKET_IN (7.4.1). On decode, `data` views the input buffer: copy it if you keep it.
 struct PacketIn {
@@ -107,6 +124,7 @@ struct PacketIn {
   Match match;
   std::span<const uint8_t> data;
   uint32_t in_port() const { return static_cast<uint32_t>(match.get(OxmField::kInPort).value_or(0)); }
+  friend bool operator==(const PacketIn& a, const PacketIn& b);  // compares data bytes
 };
 
 struct FlowRemoved {           // 7.4.2
@@ -121,11 +139,13 @@ struct FlowRemoved {           // 7.4.2
   uint64_t packet_count = 0;
   uint64_t byte_count = 0;
   Match match;
+  bool operator==(const FlowRemoved&) const = default;
 };
 
 struct PortStatus {            // 7.4.3; reason 0 ADD, 1 DELETE, 2 MODIFY
   uint8_t reason = 0;
   Port desc;
+  bool operator==(const PortStatus&) const = default;
 };
 
 // PACKET_OUT (7.3.7). `data` is sent only when buffer_id == kNoBuffer; it is a view, the
@@ -135,6 +155,7 @@ struct PacketOut {
   uint32_t in_port = port::kController;
   ActionList actions;
   std::span<const uint8_t> data;
+  friend bool operator==(const PacketOut& a, const PacketOut& b);  // compares data bytes
 };
 
 enum class FlowModCommand : uint8_t {
@@ -161,6 +182,7 @@ struct FlowMod {               // 7.3.4.1
   uint16_t flags = 0;
   Match match;
   InstructionList instructions;
+  bool operator==(const FlowMod&) const = default;
 };
 
 struct GroupMod {              // 7.3.4.2; command 0 ADD 1 MODIFY 2 DELETE; type 0 ALL 1 SELECT 2 INDIRECT 3 FF
@@ -168,6 +190,7 @@ struct GroupMod {              // 7.3.4.2; command 0 ADD 1 MODIFY 2 DELETE; type
   uint8_t type = 0;
   uint32_t group_id = 0;
   std::vector<Bucket> buckets;
+  bool operator==(const GroupMod&) const = default;
 };
 
 struct MeterMod {              // 7.3.4.4; command 0 ADD 1 MODIFY 2 DELETE; flags KBPS=1 PKTPS=2 BURST=4 STATS=8
@@ -175,17 +198,19 @@ struct MeterMod {              // 7.3.4.4; command 0 ADD 1 MODIFY 2 DELETE; flag
   uint16_t flags = 0;
   uint32_t meter_id = 0;
   std::vector<MeterBand> bands;
+  bool operator==(const MeterMod&) const = default;
 };
 
-struct BarrierRequest {};
-struct BarrierReply {};
+struct BarrierRequest { bool operator==(const BarrierRequest&) const = default; };
+struct BarrierReply { bool operator==(const BarrierReply&) const = default; };
 
 struct RoleMsg {               // 7.3.9; role 0 NOCHANGE 1 EQUAL 2 MASTER 3 SLAVE
   uint32_t role = 0;
   uint64_t generation_id = 0;
+  bool operator==(const RoleMsg&) const = default;
 };
-struct RoleRequest { RoleMsg role; };
-struct RoleReply { RoleMsg role; };
+struct RoleRequest { RoleMsg role; bool operator==(const RoleRequest&) const = default; };
+struct RoleReply { RoleMsg role; bool operator==(const RoleReply&) const = default; };
 
 // ---- multipart (7.3.5) ----
 enum class MultipartType : uint16_t {
@@ -207,12 +232,14 @@ struct FlowStatsRequest {      // body of OFPMP_FLOW and OFPMP_AGGREGATE request
   uint64_t cookie = 0;
   uint64_t cookie_mask = 0;
   Match match;
+  bool operator==(const FlowStatsRequest&) const = default;
 };
-struct PortStatsRequest { uint32_t port_no = port::kAny; };
-struct MeterStatsRequest { uint32_t meter_id = kMeterAll; };
+struct PortStatsRequest { uint32_t port_no = port::kAny; bool operator==(const PortStatsRequest&) const = default; };
+struct MeterStatsRequest { uint32_t meter_id = kMeterAll; bool operator==(const MeterStatsRequest&) const = default; };
 
 struct Desc {
   std::string mfr_desc, hw_desc, sw_desc, serial_num, dp_desc;  // 256/256/256/32/256 on the wire
+  bool operator==(const Desc&) const = default;
 };
 struct FlowStats {
   uint8_t table_id = 0;
@@ -227,24 +254,27 @@ struct FlowStats {
   uint64_t byte_count = 0;
   Match match;
   InstructionList instructions;
+  bool operator==(const FlowStats&) const = default;
 };
-struct AggregateStats { uint64_t packet_count = 0, byte_count = 0; uint32_t flow_count = 0; };
-struct TableStats { uint8_t table_id = 0; uint32_t active_count = 0; uint64_t lookup_count = 0, matched_count = 0; };
+struct AggregateStats { uint64_t packet_count = 0, byte_count = 0; uint32_t flow_count = 0; bool operator==(const AggregateStats&) const = default; };
+struct TableStats { uint8_t table_id = 0; uint32_t active_count = 0; uint64_t lookup_count = 0, matched_count = 0; bool operator==(const TableStats&) const = default; };
 struct PortStats {
   uint32_t port_no = 0;
   uint64_t rx_packets = 0, tx_packets = 0, rx_bytes = 0, tx_bytes = 0;
   uint64_t rx_dropped = 0, tx_dropped = 0, rx_errors = 0, tx_errors = 0;
   uint64_t rx_frame_err = 0, rx_over_err = 0, rx_crc_err = 0, collisions = 0;
   uint32_t duration_sec = 0, duration_nsec = 0;
+  bool operator==(const PortStats&) const = default;
 };
-struct GroupDesc { uint8_t type = 0; uint32_t group_id = 0; std::vector<Bucket> buckets; };
-struct MeterBandStats { uint64_t packet_band_count = 0, byte_band_count = 0; };
+struct GroupDesc { uint8_t type = 0; uint32_t group_id = 0; std::vector<Bucket> buckets; bool operator==(const GroupDesc&) const = default; };
+struct MeterBandStats { uint64_t packet_band_count = 0, byte_band_count = 0; bool operator==(const MeterBandStats&) const = default; };
 struct MeterStats {
   uint32_t meter_id = 0;
   uint32_t flow_count = 0;
   uint64_t packet_in_count = 0, byte_in_count = 0;
   uint32_t duration_sec = 0, duration_nsec = 0;
   std::vector<MeterBandStats> bands;
+  bool operator==(const MeterStats&) const = default;
 };
 
 struct MultipartRequest {
@@ -252,6 +282,7 @@ struct MultipartRequest {
   // kDesc, kTable, kPortDesc, kGroupDesc carry no body (std::monostate + `type`).
   MultipartType type = MultipartType::kDesc;
   std::variant<std::monostate, FlowStatsRequest, PortStatsRequest, MeterStatsRequest> body;
+  bool operator==(const MultipartRequest&) const = default;
 };
 struct MultipartReply {
   uint16_t flags = 0;
@@ -260,6 +291,7 @@ struct MultipartReply {
                std::vector<PortStats>, std::vector<GroupDesc>, std::vector<MeterStats>,
                std::vector<Port>>
       body;
+  bool operator==(const MultipartReply&) const = default;
 };
 
 using Body = std::variant<Hello, ErrorMsg, EchoRequest, EchoReply, FeaturesRequest, FeaturesReply,
@@ -270,6 +302,7 @@ using Body = std::variant<Hello, ErrorMsg, EchoRequest, EchoReply, FeaturesReque
 struct Message {
   uint32_t xid = 0;
   Body body;
+  bool operator==(const Message&) const = default;
 };
 
 // ---- codec API ----
