@@ -31,12 +31,17 @@ CTRL_LOG="$IT_WORK/sdnator.log"
 CTRL_PID=""
 BG_PIDS=()
 TB=(bash "$TESTBED" --prefix "$IT_PREFIX" --port "$IT_PORT")
+# Pids of what we start, by prefix, so scripts/test.sh can reap them if ctest kills us on timeout.
+IT_PIDS_DIR=${IT_PIDS_DIR:-/tmp/sdnator-it-pids}
+mkdir -p "$IT_PIDS_DIR"
+track_pid() { echo "$1" >>"$IT_PIDS_DIR/$IT_PREFIX"; }
 
 it_cleanup() {
   local rc=$?
   set +e
   local p
   for p in "${BG_PIDS[@]+"${BG_PIDS[@]}"}"; do kill "$p" 2>/dev/null; done
+  rm -f "$IT_PIDS_DIR/$IT_PREFIX"
   "${TB[@]}" down >/dev/null 2>&1
   if [[ -n $CTRL_PID ]] && kill -0 "$CTRL_PID" 2>/dev/null; then
     kill -TERM "$CTRL_PID"
@@ -61,6 +66,7 @@ start_controller() {
   "$SDNATOR" run --listen "127.0.0.1:$IT_PORT" --stats-file "$STATS" --log-level info "$@" \
     >>"$CTRL_LOG" 2>&1 &
   CTRL_PID=$!
+  track_pid "$CTRL_PID"
   local t0; t0=$(now_ms)
   until [[ -n $(ss -Hltn "( sport = :$IT_PORT )" 2>/dev/null) ]]; do
     kill -0 "$CTRL_PID" 2>/dev/null || fail "sdnator exited at start-up (see log below)"

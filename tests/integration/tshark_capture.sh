@@ -12,6 +12,7 @@ step "tshark capturing on lo, filter 'tcp port $IT_PORT'"
 tshark -i lo -f "tcp port $IT_PORT" -w "$PCAP" -q >"$IT_WORK/tshark.log" 2>&1 &
 TSHARK_PID=$!
 BG_PIDS+=("$TSHARK_PID")
+track_pid "$TSHARK_PID"
 for _ in $(seq 1 100); do grep -q "Capturing on" "$IT_WORK/tshark.log" && break; sleep 0.1; done
 grep -q "Capturing on" "$IT_WORK/tshark.log" || fail "tshark did not start: $(cat "$IT_WORK/tshark.log")"
 

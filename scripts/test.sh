@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Everything CI runs, in one command: packages (setup.sh), release build with tests, unit tests,
+# a libFuzzer smoke run of every fuzz target, and the Open vSwitch integration tests. Prints a
+# timing per phase and ends with one line "N passed, N failed" (unit + fuzz + integration);
+# exit status is non-zero if anything failed.
+#
+# usage: scripts/test.sh
+#   FUZZ_SECONDS=60   seconds per fuzz target (0 skips fuzzing)
+#   JOBS=2            parallel build jobs
+#   SKIP_FUZZ=1 / SKIP_INTEGRATION=1   leave a phase out (it is reported as skipped)
+#   BUILD_DIR=build FUZZ_BUILD_DIR=build-fuzz   build trees (defaults: the presets' own dirs)
+set -Euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+cd "$SDN_ROOT"
+
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+JOBS=${JOBS:-2}
+export JOBS
+BUILD_DIR=${BUILD_DIR:-build}
+FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
+WORK=$(mktemp -d /tmp/sdnator-test.XXXXXX)
+export IT_PIDS_DIR="$WORK/it-pids"
+PASSED=0 FAILED=0
+OVS_STARTED=0
+declare -a TIMINGS=() NOTES=()
+T_ALL=$(now_ms)
+
+phase_begin() { PHASE=$1; PHASE_T0=$(now_ms); printf '\n==== %s\n' "$PHASE"; }
+phase_end() {   # phase_end RESULT
+  local dt; dt=$(($(now_ms) - PHASE_T0))
+  TIMINGS+=("$(printf '%-22s %8s  %s' "$PHASE" "$(fmt_ms "$dt")" "$1")")
+  log "test: $PHASE: $1 ($(fmt_ms "$dt"))"
+}
+count() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); }
+
+# run_ctest LABEL: run ctest for one label, add its pass/fail counts; a ctest that cannot run
+# counts as one failure.
+run_ctest() {
+  local label=$1 log="$WORK/ctest-$1.log" total failed
+  ctest --test-dir "$BUILD_DIR" -L "$label" --output-on-failure 2>&1 | tee "$log"
+  if grep -q 'No tests were found' "$log"; then
+    NOTES+=("no $label tests registered"); phase_end "no tests"; return
+  fi
+  read -r failed total < <(sed -nE 's/.*tests passed, ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/p' "$log" | tail -1)
+  if [[ -z ${total:-} ]]; then
+    count 0 1; NOTES+=("ctest -L $label did not run"); phase_end "ctest did not run"; return
+  fi
+  count $((total - failed)) "$failed"
+  phase_end "$((total - failed)) passed, $failed failed"
+}
+
+# Kill what integration tests left behind if ctest killed them (timeout): pids they recorded
+# (checked against the command name, in case the pid was reused) and their testbeds, by prefix.
+reap_integration_leftovers() {
+  local f pid prefix
+  for f in "$IT_PIDS_DIR"/*; do
+    [[ -f $f ]] || continue
+    prefix=$(basename "$f")
+    while read -r pid; do
+      if [[ -r /proc/$pid/cmdline ]] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qE 'sdnator|tshark'; then
+        warn "killing left-over pid $pid from integration testbed $prefix"; kill -KILL "$pid" 2>/dev/null || true
+      fi
+    done <"$f"
+    bash scripts/testbed.sh --prefix "$prefix" down || true
+    rm -f "$f"
+  done
+}
+
+cleanup() {
+  set +e
+  reap_integration_leftovers
+  if ((OVS_STARTED)); then bash scripts/ovs.sh stop; OVS_STARTED=0; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- setup + build
+phase_begin "setup (packages)"
+if bash scripts/setup.sh --no-build; then phase_end ok; else phase_end FAILED; count 0 1; fi
+
+phase_begin "build release+tests"
+BUILD_OK=0
+if cmake --preset release -B "$BUILD_DIR" -DSDNATOR_TESTS=ON >"$WORK/configure.log" 2>&1 \
+   || { cat "$WORK/configure.log"; false; }; then
+  if cmake --build "$BUILD_DIR" -j "$JOBS"; then BUILD_OK=1; fi
+fi
+if ((BUILD_OK)); then phase_end ok; else phase_end FAILED; count 0 1; NOTES+=("release build failed"); fi
+
+# ---------------------------------------------------------------- unit
+phase_begin "unit tests"
+if ((BUILD_OK)); then run_ctest unit; else phase_end "skipped (no build)"; fi
+
+# ---------------------------------------------------------------- fuzz smoke
+phase_begin "fuzz build"
+FUZZ_OK=0
+if [[ ${SKIP_FUZZ:-0} == 1 || $FUZZ_SECONDS == 0 ]]; then
+  phase_end "skipped"
+else
+  if cmake --preset fuzz -B "$FUZZ_BUILD_DIR" >"$WORK/fuzz-configure.log" 2>&1 \
+     || { cat "$WORK/fuzz-configure.log"; false; }; then
+    cmake --build "$FUZZ_BUILD_DIR" -j "$JOBS" && FUZZ_OK=1
+  fi
+  if ((FUZZ_OK)); then phase_end ok; else phase_end FAILED; count 0 1; NOTES+=("fuzz build failed"); fi
+fi
+
+if ((FUZZ_OK)); then
+  phase_begin "fuzz run (${FUZZ_SECONDS}s each)"
+  shopt -s nullglob
+  fuzzers=("$FUZZ_BUILD_DIR"/bin/fuzz_*)
+  shopt -u nullglob
+  fp=0 ff=0
+  for bin in "${fuzzers[@]}"; do
+    [[ -x $bin ]] || continue
+    name=${bin##*/fuzz_}
+    corpus="$WORK/fuzz/$name/corpus" artifacts="$WORK/fuzz/$name/artifacts"
+    mkdir -p "$corpus" "$artifacts"
+    if [[ -d tests/fuzz/$name/corpus ]]; then
+      cp -r "tests/fuzz/$name/corpus/." "$corpus/"
+    else
+      NOTES+=("fuzz_$name has no corpus dir tests/fuzz/$name/corpus")
+    fi
+    seeds=$(find "$corpus" -type f | wc -l)
+    # Work on a copy of the corpus (new inputs are written there, never into the repo);
+    # crash/leak/timeout reproducers go to the artifacts dir and are printed below.
+    if (cd "$WORK/fuzz/$name" && "$(realpath "$bin")" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+          -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$WORK/fuzz/$name/log" 2>&1); then
+      fp=$((fp + 1))
+      execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$WORK/fuzz/$name/log" | tail -1)
+      cov=$(grep -oE 'cov: [0-9]+' "$WORK/fuzz/$name/log" | tail -1)
+      log "fuzz_$name: ok ($seeds seeds, ${execs:-?} runs, ${cov:-cov ?})"
+    else
+      ff=$((ff + 1))
+      log "fuzz_$name: FAILED; last lines of its log:"
+      tail -n 40 "$WORK/fuzz/$name/log"
+      for a in "$artifacts"/*; do
+        [[ -f $a ]] || continue
+        echo "reproducer $(basename "$a") ($(stat -c %s "$a") bytes), hex:"; od -An -tx1 -v "$a" | head -n 20
+        mkdir -p "/tmp/sdnator-fuzz-artifacts/$name" && cp "$a" "/tmp/sdnator-fuzz-artifacts/$name/"
+        echo "(copied to /tmp/sdnator-fuzz-artifacts/$name/; commit it under tests/fuzz/$name/corpus/ once fixed)"
+      done
+    fi
+  done
+  ((${#fuzzers[@]})) || NOTES+=("fuzz preset built no fuzz_* binaries")
+  count "$fp" "$ff"
+  phase_end "$fp passed, $ff failed (${#fuzzers[@]} targets)"
+fi
+
+# ---------------------------------------------------------------- integration
+phase_begin "integration tests"
+if [[ ${SKIP_INTEGRATION:-0} == 1 ]]; then
+  phase_end "skipped"
+elif ((BUILD_OK == 0)); then
+  phase_end "skipped (no build)"
+else
+  bash scripts/ovs.sh status >/dev/null 2>&1 || OVS_STARTED=1
+  if bash scripts/ovs.sh start; then
+    run_ctest integration
+  else
+    count 0 1; NOTES+=("Open vSwitch did not start"); phase_end "FAILED (Open vSwitch did not start)"
+  fi
+  reap_integration_leftovers
+  if ((OVS_STARTED)); then bash scripts/ovs.sh stop; OVS_STARTED=0; fi
+fi
+
+# ---------------------------------------------------------------- summary
+echo
+echo "==== timings"
+printf '%s\n' "${TIMINGS[@]}"
+printf '%-22s %8s\n' "total" "$(fmt_ms $(($(now_ms) - T_ALL)))"
+((${#NOTES[@]} == 0)) || printf 'note: %s\n' "${NOTES[@]}"
+echo
+echo "$PASSED passed, $FAILED failed"
+((FAILED == 0))
