@@ -40,5 +40,7 @@ struct Parsed {
 // Unknown ethertypes and IP protocols are not errors: the layers above are left empty.
 // With allow_truncated, an L4 header that the cut removed is left empty, not an error.
 Result<Parsed> parse(ByteView frame, ParseOptions opt = {});
+// The result views the frame: parsing a temporary buffer would leave it dangling.
+Result<Parsed> parse(const Bytes&& frame, ParseOptions opt = {}) = delete;
 
 }  // namespace sdn::pkt

@@ -219,7 +219,8 @@ TEST(Golden, LldpThirdPartyWithSystemName) {
   l.ttl = 60;
   l.system_name = "sw1";
   // The builder writes no port description or org TLVs: compare the parse instead.
-  auto q = parse(build_lldp(l));
+  const Bytes q_frame = build_lldp(l);
+  auto q = parse(q_frame);
   ASSERT_TRUE(q && q->lldp);
   EXPECT_EQ(as_text(*q->lldp->system_name), "sw1");
   EXPECT_EQ(as_text(q->lldp->port_id), "eth0");

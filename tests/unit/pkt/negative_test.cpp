@@ -52,7 +52,8 @@ Bytes frame_of(uint16_t type, const Bytes& payload) {
 TEST(Negative, EthernetShorterThan14) {
   for (size_t n = 0; n < kEthHeaderLen; ++n)
     EXPECT_TRUE(fails_with(Bytes(n, 0), Layer::kEthernet, Errc::kTruncated)) << n;
-  EXPECT_TRUE(parse(Bytes(kEthHeaderLen, 0)));  // header only, ethertype 0 (802.3 length)
+  const Bytes header_only(kEthHeaderLen, 0);
+  EXPECT_TRUE(parse(header_only));  // header only, ethertype 0 (802.3 length)
 }
 
 TEST(Negative, VlanTagCutShort) {
@@ -197,7 +198,8 @@ Bytes cat(std::initializer_list<Bytes> parts) {
 }
 
 TEST(Negative, LldpMinimalIsValid) {
-  auto p = parse(frame_of(ethertype::kLldp, cat({kChassis, kPort, kTtl, kEnd})));
+  const Bytes p_frame = frame_of(ethertype::kLldp, cat({kChassis, kPort, kTtl, kEnd}));
+  auto p = parse(p_frame);
   ASSERT_TRUE(p && p->lldp);
 }
 
