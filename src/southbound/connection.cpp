@@ -17,7 +17,7 @@ namespace {
 constexpr size_t kInitialReadBuffer = 16 * 1024;
 constexpr size_t kReadChunk = 64 * 1024;
 
-size_t type_index(ofp::Type t) { return std::min<size_t>(static_cast<size_t>(t), 29); }
+size_t type_index(ofp::Type t) { return std::min<size_t>(static_cast<size_t>(t), 30); }
 
 }  // namespace
 

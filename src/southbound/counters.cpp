@@ -38,7 +38,8 @@ Counters::Counters(core::Metrics& m)
       batches_failed(m.counter("southbound.batches.failed")),
       accept_errors(m.counter("southbound.errors.accept")) {
   for (size_t t = 0; t < rx_by_type.size(); ++t) {
-    std::string name = ofp::type_name(static_cast<ofp::Type>(t));
+    std::string name = t + 1 == rx_by_type.size() ? "unknown" : ofp::type_name(static_cast<ofp::Type>(t));
+    if (name.rfind("OFPT_", 0) == 0) name.erase(0, 5);
     for (auto& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     rx_by_type[t] = &m.counter("southbound.rx." + name);
     tx_by_type[t] = &m.counter("southbound.tx." + name);

@@ -21,8 +21,9 @@ struct Counters {
   core::Counter& tx_msgs;
   core::Counter& tx_bytes;
   core::Counter& writes;        // gathered socket writes (tx_msgs / writes = batching factor)
-  std::array<core::Counter*, 30> rx_by_type{};
-  std::array<core::Counter*, 30> tx_by_type{};
+  // Indexed by ofp::Type; the last slot counts types this codec does not know.
+  std::array<core::Counter*, 31> rx_by_type{};
+  std::array<core::Counter*, 31> tx_by_type{};
 
   // rejections and surprises, one counter per reason
   core::Counter& err_framing;        // header length < 8: close
