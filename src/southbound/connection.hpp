@@ -83,6 +83,7 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
 
   Controller& ctl_;
   ShardState& shard_;
+  std::shared_ptr<Counters> counters_holder_;
   Counters& counters_;
   const SouthboundConfig& cfg_;
   asio::ip::tcp::socket socket_;

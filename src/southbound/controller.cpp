@@ -13,7 +13,7 @@ namespace sdn::southbound {
 
 Controller::Controller(core::ShardPool& pool, SouthboundConfig cfg, core::Metrics& metrics,
                        std::vector<AppFactory> apps)
-    : pool_(pool), cfg_(std::move(cfg)), metrics_(metrics), counters_(metrics) {
+    : pool_(pool), cfg_(std::move(cfg)), metrics_(metrics), counters_(std::make_shared<Counters>(metrics)) {
   for (size_t i = 0; i < pool_.size(); ++i) {
     auto st = std::make_unique<ShardState>();
     st->shard = &pool_.at(i);
@@ -52,14 +52,14 @@ void Controller::accept_next() {
     if (stopping_) return;
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
-      counters_.accept_errors.inc();
+      counters_->accept_errors.inc();
       SDN_LOG_RATELIMITED(spdlog::level::warn, "accept failed: {}", ec.message());
       // Out of descriptors and similar: back off briefly instead of spinning.
       auto t = std::make_shared<asio::steady_timer>(pool_.at(0).context(), std::chrono::milliseconds(50));
       t->async_wait([this, t](const std::error_code&) { accept_next(); });
       return;
     }
-    counters_.accepted.inc();
+    counters_->accepted.inc();
     ShardState* st = shards_[target.index()].get();
     target.post([this, st, s = std::make_shared<asio::ip::tcp::socket>(std::move(sock))]() mutable {
       if (stopping_) return;
@@ -111,7 +111,7 @@ void Controller::register_dpid(uint64_t dpid, const std::shared_ptr<Connection>&
     e.summary = SwitchSummary{dpid, shard, std::move(peer), ports};
   }
   if (old) {
-    counters_.dpid_replaced.inc();
+    counters_->dpid_replaced.inc();
     spdlog::info("switch {:016x} reconnected; closing its previous connection", dpid);
     pool_.at(old_shard).post([old] { old->close("replaced by a newer connection"); });
   }

@@ -53,7 +53,11 @@ class Controller {
   void stop();
 
   const SouthboundConfig& config() const { return cfg_; }
-  Counters& counters() { return counters_; }
+  Counters& counters() { return *counters_; }
+  // Connections keep the counters alive: pending handlers (and so connections) can outlive
+  // the controller until the shards' io_contexts are destroyed. The Metrics registry must
+  // outlive the ShardPool.
+  std::shared_ptr<Counters> counters_ptr() { return counters_; }
   core::Metrics& metrics() { return metrics_; }
   std::vector<SwitchSummary> switches() const;
   size_t switch_count() const;
@@ -68,7 +72,7 @@ class Controller {
   core::ShardPool& pool_;
   SouthboundConfig cfg_;
   core::Metrics& metrics_;
-  Counters counters_;
+  std::shared_ptr<Counters> counters_;
   std::vector<std::unique_ptr<ShardState>> shards_;
   std::optional<asio::ip::tcp::acceptor> acceptor_;
   std::atomic<bool> stopping_{false};
