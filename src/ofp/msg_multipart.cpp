@@ -11,7 +11,6 @@ namespace {
 using wire::Reader;
 using wire::Writer;
 
-constexpr size_t kMultipartFixed = 8;     // type, flags, pad[4] after the header
 constexpr size_t kFlowStatsReqFixed = 32; // ofp_flow_stats_request before the match
 constexpr size_t kPortStatsReqLen = 8;    // ofp_port_stats_request
 constexpr size_t kMeterReqLen = 8;        // ofp_meter_multipart_request
