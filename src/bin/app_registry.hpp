@@ -1,8 +1,14 @@
-// Static app registry: maps app names to factories, built from the configuration.
+// Static app registry: maps app names to factories built from the configuration, and
+// collects each app instance's counters for the stats file.
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/config.hpp"
 #include "core/expected.hpp"
@@ -10,11 +16,24 @@
 
 namespace sdn::bin {
 
+class AppSet {
+ public:
+  std::vector<southbound::AppFactory> factories;
+  // Counters of every app instance created so far, summed per app name.
+  nlohmann::json stats() const;
+
+  // Called by factories as instances are created (on the controller's set-up thread).
+  void add_reporter(std::string app, std::function<nlohmann::json()> report);
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::string, std::function<nlohmann::json()>>> reporters_;
+};
+
 // Names the apps this binary knows.
 std::vector<std::string> known_apps();
 
 // Reads [controller] apps (overridden by `names` when non-empty) and each app's section.
-Expected<std::vector<southbound::AppFactory>, std::string> make_apps(core::Config& cfg,
-                                                                     const std::vector<std::string>& names);
+Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, const std::vector<std::string>& names);
 
 }  // namespace sdn::bin

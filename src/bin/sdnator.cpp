@@ -43,8 +43,9 @@ std::pair<uint64_t, uint64_t> self_rss_threads() {
   return {rss, threads};
 }
 
-nlohmann::json stats_json(sdn::southbound::Controller& ctl, const asio::ip::tcp::endpoint& ep,
-                          std::chrono::steady_clock::time_point started, unsigned shards) {
+nlohmann::json stats_json(sdn::southbound::Controller& ctl, const sdn::bin::AppSet& apps,
+                          const asio::ip::tcp::endpoint& ep, std::chrono::steady_clock::time_point started,
+                          unsigned shards) {
   nlohmann::json j;
   j["version"] = SDNATOR_VERSION;
   j["pid"] = ::getpid();
@@ -59,6 +60,7 @@ nlohmann::json stats_json(sdn::southbound::Controller& ctl, const asio::ip::tcp:
     sw.push_back({{"dpid", fmt::format("{:016x}", s.dpid)}, {"shard", s.shard}, {"peer", s.peer}, {"ports", s.ports}});
   j["switches"] = sw;
   j["metrics"] = ctl.metrics().to_json();
+  j["apps"] = apps.stats();
   return j;
 }
 
@@ -131,7 +133,7 @@ int run(const RunOptions& opt) {
 
   sdn::core::Metrics metrics;
   sdn::core::ShardPool pool(sb.shards);
-  sdn::southbound::Controller ctl(pool, sb, metrics, std::move(apps.value()));
+  sdn::southbound::Controller ctl(pool, sb, metrics, (*apps)->factories);
   pool.start();
   auto ep = ctl.listen();
   if (!ep) {
@@ -148,7 +150,7 @@ int run(const RunOptions& opt) {
   asio::signal_set signals(main_ctx, SIGINT, SIGTERM);
   asio::steady_timer stats_timer(main_ctx);
   std::function<void()> write_stats = [&] {
-    if (!stats_file.empty()) write_atomically(stats_file, stats_json(ctl, *ep, started, pool.size()).dump(1));
+    if (!stats_file.empty()) write_atomically(stats_file, stats_json(ctl, **apps, *ep, started, pool.size()).dump(1));
   };
   std::function<void()> arm = [&] {
     stats_timer.expires_after(std::chrono::seconds(1));
