@@ -1,0 +1,430 @@
+// FakeSwitch: an in-memory OpenFlow 1.3 flow table and packet path for app tests.
+#include "fakes/fake_switch.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "pkt/parse.hpp"
+
+namespace sdn::test {
+
+namespace {
+
+using ofp::OxmField;
+constexpr size_t kFields = static_cast<size_t>(OxmField::kArpTha) + 1;
+constexpr uint8_t kReasonIdle = 0, kReasonHard = 1, kReasonDelete = 2;  // OFPRR_* (7.4.2)
+
+struct FrameKey {
+  std::array<std::optional<uint64_t>, kFields> v{};
+  void set(OxmField f, uint64_t x) { v[static_cast<size_t>(f)] = x; }
+  std::optional<uint64_t> get(OxmField f) const {
+    const auto i = static_cast<size_t>(f);
+    return i < kFields ? v[i] : std::nullopt;
+  }
+};
+
+// What a switch extracts from a frame for matching (OXM semantics of 7.2.3.7; for a tagged
+// frame eth_type is the type after the tags, as Open vSwitch does for one tag).
+FrameKey key_of(pkt::ByteView frame, uint32_t in_port) {
+  FrameKey k;
+  k.set(OxmField::kInPort, in_port);
+  auto p = pkt::parse(frame, pkt::ParseOptions{true});
+  if (!p) {
+    auto eth = pkt::parse_ethernet(frame);
+    if (!eth) return k;  // runt: only in_port
+    k.set(OxmField::kEthDst, eth->dst.value);
+    k.set(OxmField::kEthSrc, eth->src.value);
+    return k;
+  }
+  k.set(OxmField::kEthDst, p->eth.dst.value);
+  k.set(OxmField::kEthSrc, p->eth.src.value);
+  if (p->eth.is_ethernet_ii()) k.set(OxmField::kEthType, p->eth.ethertype);
+  if (const auto* t = p->vlan()) {
+    k.set(OxmField::kVlanVid, t->vid | ofp::kOfpVidPresent);
+    k.set(OxmField::kVlanPcp, t->pcp);
+  } else {
+    k.set(OxmField::kVlanVid, 0);  // OFPVID_NONE
+  }
+  if (p->arp) {
+    k.set(OxmField::kArpOp, p->arp->op);
+    k.set(OxmField::kArpSpa, p->arp->spa.value);
+    k.set(OxmField::kArpTpa, p->arp->tpa.value);
+    k.set(OxmField::kArpSha, p->arp->sha.value);
+    k.set(OxmField::kArpTha, p->arp->tha.value);
+  }
+  if (p->ipv4) {
+    k.set(OxmField::kIpDscp, p->ipv4->dscp);
+    k.set(OxmField::kIpEcn, p->ipv4->ecn);
+    k.set(OxmField::kIpProto, p->ipv4->protocol);
+    k.set(OxmField::kIpv4Src, p->ipv4->src.value);
+    k.set(OxmField::kIpv4Dst, p->ipv4->dst.value);
+  }
+  if (p->tcp) {
+    k.set(OxmField::kTcpSrc, p->tcp->src_port);
+    k.set(OxmField::kTcpDst, p->tcp->dst_port);
+  }
+  if (p->udp) {
+    k.set(OxmField::kUdpSrc, p->udp->src_port);
+    k.set(OxmField::kUdpDst, p->udp->dst_port);
+  }
+  if (p->icmp) {
+    k.set(OxmField::kIcmpv4Type, p->icmp->type);
+    k.set(OxmField::kIcmpv4Code, p->icmp->code);
+  }
+  return k;
+}
+
+uint64_t mask_of(const ofp::OxmTlv& t) { return t.mask.value_or(~uint64_t{0}); }
+
+bool packet_matches(const ofp::Match& m, const FrameKey& k) {
+  for (const auto& t : m.fields) {
+    auto v = k.get(t.field);
+    if (!v || ((*v ^ t.value) & mask_of(t)) != 0) return false;
+  }
+  return true;
+}
+
+// Same fields, values and masks, in any order.
+bool identical(const ofp::Match& a, const ofp::Match& b) {
+  if (a.fields.size() != b.fields.size()) return false;
+  for (const auto& t : a.fields) {
+    const auto* o = b.find(t.field);
+    if (o == nullptr || mask_of(*o) != mask_of(t) || ((o->value ^ t.value) & mask_of(t)) != 0) return false;
+  }
+  return true;
+}
+
+// Non-strict MODIFY/DELETE selection (6.4): the entry's match is `req` or more specific.
+bool at_least_as_specific(const ofp::Match& entry, const ofp::Match& req) {
+  for (const auto& r : req.fields) {
+    const auto* e = entry.find(r.field);
+    if (e == nullptr) return false;
+    const uint64_t rm = mask_of(r);
+    if ((mask_of(*e) & rm) != rm || ((e->value ^ r.value) & rm) != 0) return false;
+  }
+  return true;
+}
+
+// OXM prerequisites (7.2.3.6): the switch rejects a match that lacks them.
+const char* missing_prerequisite(const ofp::Match& m) {
+  auto type = m.get(OxmField::kEthType);
+  auto proto = m.get(OxmField::kIpProto);
+  for (const auto& t : m.fields) {
+    switch (t.field) {
+      case OxmField::kIpv4Src:
+      case OxmField::kIpv4Dst:
+      case OxmField::kIpProto:
+      case OxmField::kIpDscp:
+      case OxmField::kIpEcn:
+        if (type != 0x0800) return "IPv4 field without eth_type=0x0800";
+        break;
+      case OxmField::kArpOp:
+      case OxmField::kArpSpa:
+      case OxmField::kArpTpa:
+      case OxmField::kArpSha:
+      case OxmField::kArpTha:
+        if (type != 0x0806) return "ARP field without eth_type=0x0806";
+        break;
+      case OxmField::kTcpSrc:
+      case OxmField::kTcpDst:
+        if (proto != 6) return "TCP port without ip_proto=6";
+        break;
+      case OxmField::kUdpSrc:
+      case OxmField::kUdpDst:
+        if (proto != 17) return "UDP port without ip_proto=17";
+        break;
+      case OxmField::kIcmpv4Type:
+      case OxmField::kIcmpv4Code:
+        if (proto != 1) return "ICMP field without ip_proto=1";
+        break;
+      default:
+        break;
+    }
+  }
+  return nullptr;
+}
+
+bool cookie_selected(uint64_t entry_cookie, const ofp::FlowMod& fm) {
+  return ((entry_cookie ^ fm.cookie) & fm.cookie_mask) == 0;
+}
+
+}  // namespace
+
+ofp::ActionList FlowEntry::actions() const {
+  ofp::ActionList out;
+  for (const auto& ins : instructions)
+    if (const auto* a = std::get_if<ofp::InstrApplyActions>(&ins)) out.insert(out.end(), a->actions.begin(), a->actions.end());
+  return out;
+}
+
+std::vector<uint32_t> FlowEntry::output_ports() const {
+  std::vector<uint32_t> ports;
+  for (const auto& a : actions())
+    if (const auto* o = std::get_if<ofp::ActionOutput>(&a)) ports.push_back(o->port);
+  return ports;
+}
+
+std::optional<uint64_t> frame_field(pkt::ByteView frame, uint32_t in_port, ofp::OxmField f) {
+  return key_of(frame, in_port).get(f);
+}
+
+FakeSwitch::FakeSwitch(uint64_t dpid, std::vector<uint32_t> ports) {
+  features_.datapath_id = dpid;
+  features_.n_buffers = 256;
+  features_.n_tables = 254;
+  for (uint32_t p : ports) {
+    ofp::Port port;
+    port.port_no = p;
+    port.hw_addr = 0x020000000000ULL | ((dpid & 0xffff) << 16) | (p & 0xffff);
+    port.name = "s" + std::to_string(dpid) + "-eth" + std::to_string(p);
+    ports_.push_back(std::move(port));
+  }
+}
+
+void FakeSwitch::send(ofp::Body body, southbound::Lane /*lane*/) {
+  // Keep our own copy of PacketOut data: the app's span views a buffer that goes away.
+  if (auto* po = std::get_if<ofp::PacketOut>(&body)) {
+    sent_data_.emplace_back(po->data.begin(), po->data.end());
+    po->data = sent_data_.back();
+  }
+  sent_.push_back(body);
+  apply(sent_.back());
+}
+
+void FakeSwitch::send_batch(std::vector<ofp::Body> batch, southbound::Lane lane, southbound::BatchCallback done) {
+  const size_t errors_before = errors_.size();
+  for (auto& b : batch) send(std::move(b), lane);
+  southbound::BatchResult r;
+  r.ok = errors_.size() == errors_before;
+  if (done) done(r);
+}
+
+void FakeSwitch::send_request(ofp::Body request, southbound::ReplyCallback on_reply) {
+  sent_.push_back(request);
+  requests_.push_back(Request{std::move(request), std::move(on_reply)});
+}
+
+void FakeSwitch::advance(Clock::duration d) {
+  now_ += d;
+  for (size_t i = flows_.size(); i-- > 0;) {
+    const FlowEntry& e = flows_[i];
+    if (e.idle_timeout != 0 && now_ - e.last_used >= std::chrono::seconds(e.idle_timeout)) {
+      remove_at(i, kReasonIdle);
+    } else if (e.hard_timeout != 0 && now_ - e.installed >= std::chrono::seconds(e.hard_timeout)) {
+      remove_at(i, kReasonHard);
+    }
+  }
+}
+
+void FakeSwitch::remove_at(size_t i, uint8_t reason) {
+  const FlowEntry& e = flows_[i];
+  if (e.flags & ofp::kFlowFlagSendFlowRem) {
+    ofp::FlowRemoved fr;
+    fr.cookie = e.cookie;
+    fr.priority = e.priority;
+    fr.reason = reason;
+    fr.table_id = e.table_id;
+    fr.idle_timeout = e.idle_timeout;
+    fr.hard_timeout = e.hard_timeout;
+    fr.packet_count = e.packet_count;
+    fr.match = e.match;
+    removed_.push_back(std::move(fr));
+  }
+  flows_.erase(flows_.begin() + static_cast<std::ptrdiff_t>(i));
+}
+
+const FlowEntry* FakeSwitch::lookup(pkt::ByteView frame, uint32_t in_port) {
+  const FrameKey k = key_of(frame, in_port);
+  FlowEntry* best = nullptr;
+  for (auto& e : flows_) {
+    if (e.table_id != 0 || !packet_matches(e.match, k)) continue;
+    if (best == nullptr || e.priority > best->priority) best = &e;
+  }
+  if (best != nullptr) {
+    best->last_used = now_;
+    ++best->packet_count;
+  }
+  return best;
+}
+
+std::optional<ofp::ActionList> FakeSwitch::lookup_actions(pkt::ByteView frame, uint32_t in_port) {
+  const FlowEntry* e = lookup(frame, in_port);
+  if (e == nullptr) return std::nullopt;
+  return e->actions();
+}
+
+bool FakeSwitch::process(pkt::ByteView frame, uint32_t in_port) {
+  const FlowEntry* e = lookup(frame, in_port);
+  if (e == nullptr) return false;
+  run_actions(e->actions(), frame, in_port);
+  return true;
+}
+
+ofp::PacketIn FakeSwitch::packet_in(pkt::ByteView frame, uint32_t in_port) {
+  ofp::PacketIn pin;
+  pin.total_len = static_cast<uint16_t>(frame.size());
+  pin.reason = 0;  // OFPR_NO_MATCH
+  pin.match.set(OxmField::kInPort, in_port);
+  pin.data = frame;
+  if (buffering_) {
+    pin.buffer_id = next_buffer_id_++;
+    buffers_.push_back(Buffered{pin.buffer_id, in_port, ofp::Bytes(frame.begin(), frame.end())});
+  }
+  return pin;
+}
+
+ofp::PortStatus FakeSwitch::set_link_down(uint32_t port) {
+  ofp::PortStatus ps;
+  ps.reason = 2;  // OFPPR_MODIFY
+  for (auto& p : ports_) {
+    if (p.port_no != port) continue;
+    p.state |= ofp::kPortStateLinkDown;
+    ps.desc = p;
+  }
+  down_ports_.push_back(port);
+  return ps;
+}
+
+std::vector<FlowEntry> FakeSwitch::flows_in_cookie_range(uint64_t cookie, uint64_t mask) const {
+  std::vector<FlowEntry> out;
+  for (const auto& e : flows_)
+    if (((e.cookie ^ cookie) & mask) == 0) out.push_back(e);
+  return out;
+}
+
+void FakeSwitch::clear_records() {
+  sent_.clear();
+  sent_data_.clear();
+  outputs_.clear();
+  removed_.clear();
+  errors_.clear();
+}
+
+void FakeSwitch::apply(const ofp::Body& body) {
+  if (const auto* fm = std::get_if<ofp::FlowMod>(&body)) {
+    apply_flow_mod(*fm);
+  } else if (const auto* po = std::get_if<ofp::PacketOut>(&body)) {
+    apply_packet_out(*po);
+  }
+  // Other messages (barriers, stats requests, ...) are only recorded.
+}
+
+void FakeSwitch::apply_flow_mod(const ofp::FlowMod& fm) {
+  using Cmd = ofp::FlowModCommand;
+  if (const char* why = missing_prerequisite(fm.match)) {
+    errors_.push_back(std::string("flow_mod rejected: ") + why);  // OFPBMC_BAD_PREREQ
+    return;
+  }
+  const bool strict = fm.command == Cmd::kModifyStrict || fm.command == Cmd::kDeleteStrict;
+  auto selected = [&](const FlowEntry& e) {
+    if (fm.table_id != ofp::kTableAll && e.table_id != fm.table_id) return false;
+    if (!cookie_selected(e.cookie, fm)) return false;
+    if (strict) return e.priority == fm.priority && identical(e.match, fm.match);
+    return at_least_as_specific(e.match, fm.match);
+  };
+  switch (fm.command) {
+    case Cmd::kAdd: {
+      if (fm.table_id == ofp::kTableAll) {
+        errors_.push_back("flow_mod add to OFPTT_ALL");  // OFPFMFC_BAD_TABLE_ID
+        return;
+      }
+      FlowEntry e;
+      e.table_id = fm.table_id;
+      e.priority = fm.priority;
+      e.match = fm.match;
+      e.cookie = fm.cookie;
+      e.idle_timeout = fm.idle_timeout;
+      e.hard_timeout = fm.hard_timeout;
+      e.flags = fm.flags;
+      e.instructions = fm.instructions;
+      e.installed = e.last_used = now_;
+      auto same = std::find_if(flows_.begin(), flows_.end(), [&](const FlowEntry& x) {
+        return x.table_id == e.table_id && x.priority == e.priority && identical(x.match, e.match);
+      });
+      if (same != flows_.end()) {
+        *same = std::move(e);  // 6.4: replaces, counters cleared
+      } else {
+        flows_.push_back(std::move(e));
+      }
+      break;
+    }
+    case Cmd::kModify:
+    case Cmd::kModifyStrict:
+      for (auto& e : flows_)
+        if (selected(e)) e.instructions = fm.instructions;
+      break;
+    case Cmd::kDelete:
+    case Cmd::kDeleteStrict:
+      for (size_t i = flows_.size(); i-- > 0;) {
+        const FlowEntry& e = flows_[i];
+        if (!selected(e)) continue;
+        if (fm.out_port != ofp::port::kAny) {
+          auto ports = e.output_ports();
+          if (std::find(ports.begin(), ports.end(), fm.out_port) == ports.end()) continue;
+        }
+        remove_at(i, kReasonDelete);
+      }
+      return;  // 7.3.4.1: buffer_id is ignored by deletes
+  }
+  if (fm.buffer_id != ofp::kNoBuffer) {
+    // The buffered packet goes through the pipeline after the insert (7.3.4.1).
+    auto b = std::find_if(buffers_.begin(), buffers_.end(), [&](const Buffered& x) { return x.id == fm.buffer_id; });
+    if (b == buffers_.end()) {
+      errors_.push_back("flow_mod: unknown buffer_id");  // OFPBRC_BUFFER_UNKNOWN
+      return;
+    }
+    Buffered pkt = std::move(*b);
+    buffers_.erase(b);
+    if (!process(pkt.frame, pkt.in_port)) errors_.push_back("buffered packet missed the table after flow_mod");
+  }
+}
+
+void FakeSwitch::apply_packet_out(const ofp::PacketOut& po) {
+  ofp::Bytes frame;
+  if (po.buffer_id != ofp::kNoBuffer) {
+    auto b = std::find_if(buffers_.begin(), buffers_.end(), [&](const Buffered& x) { return x.id == po.buffer_id; });
+    if (b == buffers_.end()) {
+      errors_.push_back("packet_out: unknown buffer_id");
+      return;
+    }
+    frame = std::move(b->frame);
+    buffers_.erase(b);
+  } else {
+    frame.assign(po.data.begin(), po.data.end());
+  }
+  run_actions(po.actions, frame, po.in_port);
+}
+
+void FakeSwitch::run_actions(const ofp::ActionList& actions, pkt::ByteView frame, uint32_t in_port) {
+  auto emit = [&](uint32_t port) {
+    if (std::find(down_ports_.begin(), down_ports_.end(), port) != down_ports_.end()) return;
+    outputs_.push_back(Output{port, ofp::Bytes(frame.begin(), frame.end())});
+  };
+  for (const auto& a : actions) {
+    const auto* o = std::get_if<ofp::ActionOutput>(&a);
+    if (o == nullptr) continue;  // set-field, vlan push/pop: not modelled
+    switch (o->port) {
+      case ofp::port::kFlood:
+      case ofp::port::kAll:
+        for (const auto& p : ports_)
+          if (p.port_no != in_port) emit(p.port_no);
+        break;
+      case ofp::port::kInPort:
+        emit(in_port);
+        break;
+      case ofp::port::kTable:
+        if (!process(frame, in_port)) errors_.push_back("packet_out to TABLE missed");
+        break;
+      default:
+        if (o->port == in_port) {
+          // A switch never sends a frame back out its ingress port unless told OFPP_IN_PORT.
+          errors_.push_back("output to the ingress port dropped");
+          break;
+        }
+        emit(o->port);
+    }
+  }
+}
+
+}  // namespace sdn::test

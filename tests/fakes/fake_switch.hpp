@@ -1,0 +1,135 @@
+// A SwitchContext for app tests: records what the app sends AND applies it. FlowMods go into
+// an in-memory OpenFlow 1.3 flow table (add/modify/delete, strict and not, priority, cookie
+// mask, out_port filter, idle/hard timeouts on a manual clock); PacketOuts and buffered
+// packets released by FlowMods become recorded outputs. Tests then ask the table how a
+// frame would be forwarded (STYLE.md: check the resulting flow table, not the call sequence).
+// Only table `table_id` lookups with apply-actions are modelled (no goto, groups, meters).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ofp/message.hpp"
+#include "pkt/bytes.hpp"
+#include "southbound/app.hpp"
+
+namespace sdn::test {
+
+using southbound::Clock;
+
+struct FlowEntry {
+  uint8_t table_id = 0;
+  uint16_t priority = 0;
+  ofp::Match match;
+  uint64_t cookie = 0;
+  uint16_t idle_timeout = 0;
+  uint16_t hard_timeout = 0;
+  uint16_t flags = 0;
+  ofp::InstructionList instructions;
+  Clock::time_point installed{};
+  Clock::time_point last_used{};
+  uint64_t packet_count = 0;
+
+  // The apply-actions list (empty = drop).
+  ofp::ActionList actions() const;
+  // The ports of its output actions.
+  std::vector<uint32_t> output_ports() const;
+};
+
+// One frame leaving the switch.
+struct Output {
+  uint32_t port = 0;  // a physical port; OFPP_CONTROLLER / LOCAL kept as numbers
+  ofp::Bytes frame;
+};
+
+class FakeSwitch : public southbound::SwitchContext {
+ public:
+  explicit FakeSwitch(uint64_t dpid, std::vector<uint32_t> ports = {1, 2, 3, 4});
+
+  // ---- SwitchContext ----
+  uint64_t dpid() const override { return features_.datapath_id; }
+  const ofp::FeaturesReply& features() const override { return features_; }
+  const std::vector<ofp::Port>& ports() const override { return ports_; }
+  void send(ofp::Body body, southbound::Lane lane = southbound::Lane::kHigh) override;
+  void send_batch(std::vector<ofp::Body> batch, southbound::Lane lane, southbound::BatchCallback done) override;
+  // Recorded with its callback; a test answers by calling requests()[i].on_reply itself.
+  void send_request(ofp::Body request, southbound::ReplyCallback on_reply) override;
+
+  // ---- manual clock ----
+  Clock::time_point now() const { return now_; }
+  // Moves the clock and expires flows whose idle or hard timeout has passed.
+  void advance(Clock::duration d);
+
+  // ---- data plane ----
+  // Highest-priority entry of table 0 matching the frame, or nullptr on a table miss.
+  // Bumps that entry's counters and idle timer like a real packet would.
+  const FlowEntry* lookup(pkt::ByteView frame, uint32_t in_port);
+  // The actions lookup() would apply, nullopt on a table miss.
+  std::optional<ofp::ActionList> lookup_actions(pkt::ByteView frame, uint32_t in_port);
+  // Runs a frame through the table: on a hit appends its outputs to outputs() and returns
+  // true; on a miss returns false (the caller then builds a PacketIn with packet_in()).
+  bool process(pkt::ByteView frame, uint32_t in_port);
+  // The PacketIn a table miss would produce. With buffering on, the frame is kept under a
+  // new buffer_id (and `data` is still the full frame, as with max_len = 0xffff).
+  // `data` views `frame`: keep it alive while the app runs.
+  ofp::PacketIn packet_in(pkt::ByteView frame, uint32_t in_port);
+  void set_buffering(bool on) { buffering_ = on; }
+  // A port goes down: frames output to it are dropped, and the PortStatus to give the app.
+  ofp::PortStatus set_link_down(uint32_t port);
+
+  // ---- records ----
+  const std::vector<FlowEntry>& flows() const { return flows_; }
+  std::vector<FlowEntry> flows_in_cookie_range(uint64_t cookie, uint64_t mask) const;
+  const std::vector<ofp::Body>& sent() const { return sent_; }
+  const std::vector<Output>& outputs() const { return outputs_; }
+  const std::vector<ofp::FlowRemoved>& removed() const { return removed_; }
+  const std::vector<std::string>& errors() const { return errors_; }  // what a switch would reject
+  struct Request {
+    ofp::Body body;
+    southbound::ReplyCallback on_reply;
+  };
+  std::vector<Request>& requests() { return requests_; }
+  void clear_records();  // sent, outputs, removed, errors (not flows or requests)
+  template <class T>
+  size_t sent_count() const {
+    size_t n = 0;
+    for (const auto& b : sent_) n += std::holds_alternative<T>(b) ? 1 : 0;
+    return n;
+  }
+
+ private:
+  void apply(const ofp::Body& body);
+  void apply_flow_mod(const ofp::FlowMod& fm);
+  void apply_packet_out(const ofp::PacketOut& po);
+  void run_actions(const ofp::ActionList& actions, pkt::ByteView frame, uint32_t in_port);
+  void remove_at(size_t i, uint8_t reason);
+
+  ofp::FeaturesReply features_;
+  std::vector<ofp::Port> ports_;
+  std::vector<uint32_t> down_ports_;
+  Clock::time_point now_{};
+  std::vector<FlowEntry> flows_;
+  std::vector<ofp::Body> sent_;
+  std::deque<ofp::Bytes> sent_data_;  // owned copies of PacketOut data (stable addresses)
+  std::vector<Output> outputs_;
+  std::vector<ofp::FlowRemoved> removed_;
+  std::vector<std::string> errors_;
+  std::vector<Request> requests_;
+  bool buffering_ = false;
+  uint32_t next_buffer_id_ = 1;
+  struct Buffered {
+    uint32_t id;
+    uint32_t in_port;
+    ofp::Bytes frame;
+  };
+  std::vector<Buffered> buffers_;
+};
+
+// OXM field values of a frame as a switch would compute them (in_port included), for
+// matching. nullopt when the frame lacks the field (e.g. ipv4_src of an ARP frame).
+std::optional<uint64_t> frame_field(pkt::ByteView frame, uint32_t in_port, ofp::OxmField f);
+
+}  // namespace sdn::test
