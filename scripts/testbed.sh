@@ -22,6 +22,7 @@
 #   --count C            pingall: pings per pair (default 5, interval 0.2 s)
 #   --json PATH          pingall: write per-pair results as JSON
 #   --quiet              pingall: summary only, no matrix
+#   --parallel           pingall: all sources at once (each still one destination at a time)
 set -Eeuo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -36,8 +37,9 @@ PING_COUNT=${TB_PING_COUNT:-5}
 PING_INTERVAL=${TB_PING_INTERVAL:-0.2}
 JSON_OUT=""
 QUIET=0
+PARALLEL=0
 
-usage() { sed -n '6,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { awk 'NR >= 6 && /^#/ { sub(/^# ?/, ""); print; next } NR >= 6 { exit }' "${BASH_SOURCE[0]}"; exit 2; }
 
 # ---------------------------------------------------------------- argument parsing
 ARGS=()
@@ -52,6 +54,7 @@ while (($#)); do
     --count) PING_COUNT=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --quiet) QUIET=1; shift ;;
+    --parallel) PARALLEL=1; shift ;;
     -h|--help) usage ;;
     exec) ARGS+=("$@"); break ;;   # everything after 'exec HOST' belongs to the command
     *) ARGS+=("$1"); shift ;;
@@ -246,25 +249,26 @@ cmd_up() {
 
   trap 'warn "testbed up failed; tearing down what was created"; do_down; exit 1' ERR
 
-  # 1. Namespaces, with IPv6 off before any interface appears in them (no RS/MLD/DAD floods).
-  for i in "${!H_NS[@]}"; do echo "netns add ${H_NS[$i]}"; done | ip -batch -
-  for i in "${!H_NS[@]}"; do
-    ip netns exec "${H_NS[$i]}" sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-  done
-  # 2. veth pairs: switch side "<switch>-eth<port>" in the root namespace, host side eth0.
-  for i in "${!H_NS[@]}"; do
-    echo "link add ${H_SW[$i]}-eth${H_PORT[$i]} type veth peer name eth0 address ${H_MAC[$i]} netns ${H_NS[$i]}"
-  done | ip -batch -
+  # 1. Namespaces and veth pairs: switch side "<switch>-eth<port>" in the root namespace, host
+  #    side eth0 created directly inside the host's namespace. Everything stays down for now.
+  { for i in "${!H_NS[@]}"; do echo "netns add ${H_NS[$i]}"; done
+    for i in "${!H_NS[@]}"; do
+      echo "link add ${H_SW[$i]}-eth${H_PORT[$i]} type veth peer name eth0 address ${H_MAC[$i]} netns ${H_NS[$i]}"
+    done; } | ip -batch -
+  # 2. Inside each host, before any link is up (so no router solicitation, MLD or DAD packets):
+  #    IPv6 off; TX checksum offload off (TCP through the userspace datapath needs it); address; up.
+  #    Up to 4 hosts are configured at once.
+  for i in "${!H_NS[@]}"; do printf '%s %s\n' "${H_NS[$i]}" "${H_IP[$i]}"; done \
+    | xargs -P 4 -L 1 sh -c 'ip netns exec "$0" sh -c "
+        sysctl -q -w net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1 &&
+        ethtool -K eth0 tx off >/dev/null &&
+        printf \"link set lo up\naddr add $1/24 dev eth0\nlink set eth0 up\n\" | ip -batch -" \
+        || { echo "host $0: configuration failed (sysctl, ethtool -K eth0 tx off or ip)" >&2; exit 255; }'
+  # 3. Switch-side ends: IPv6 off (the root namespace keeps its defaults), then up.
   local keys=()
   for i in "${!H_NS[@]}"; do keys+=("net.ipv6.conf.${H_SW[$i]}-eth${H_PORT[$i]}.disable_ipv6=1"); done
   sysctl -q -w "${keys[@]}"
   for i in "${!H_NS[@]}"; do echo "link set ${H_SW[$i]}-eth${H_PORT[$i]} up"; done | ip -batch -
-  # 3. Inside each host: checksum offload off (TCP through the userspace datapath needs it), address, up.
-  for i in "${!H_NS[@]}"; do
-    ip netns exec "${H_NS[$i]}" ethtool -K eth0 tx off >/dev/null 2>&1 \
-      || { warn "ethtool -K eth0 tx off failed in ${H_NS[$i]}"; false; }
-    printf 'link set lo up\naddr add %s/24 dev eth0\nlink set eth0 up\n' "${H_IP[$i]}" | ip -n "${H_NS[$i]}" -batch -
-  done
   # 4. Switches, ports and patch links in one OVSDB transaction.
   V=(ovs-vsctl --timeout=30)
   for i in "${!SW[@]}"; do switch_args "$i"; done
@@ -420,37 +424,48 @@ cmd_exec() {
 }
 
 # ---------------------------------------------------------------- pingall
-# One ping run per ordered pair, sequentially, so the first packet of a pair measures the
-# controller's reactive path (ARP + flow setup) without competing traffic. "First" is the RTT
+# One ping run per ordered pair, sequentially by default, so the first packet of a pair measures
+# the controller's reactive path (ARP + flow setup) without competing traffic. "First" is the RTT
 # of icmp_seq=1; "steady" is the mean of the later replies.
 cmd_pingall() {
   need_root "testbed.sh pingall"
   load_state
-  local n=${#H_NAME[@]} s d out tmp t0
+  local s d tmp t0
   tmp=$(mktemp -d)
   t0=$(now_ms)
-  local -A RES=()
-  local pairs=0 okp=0 sent=0 recv=0
-  local firsts=() steadies=()
-  for s in "${!H_NAME[@]}"; do
+  # ping_from S: ping every other host from host S, one destination after the other; one line
+  # per pair "s d received first steady" into $tmp/from.S (first/steady "-" when absent).
+  ping_from() {
+    local s=$1 d out
     for d in "${!H_NAME[@]}"; do
       [[ $s == "$d" ]] && continue
       out=$(ip netns exec "${H_NS[$s]}" ping -n -c "$PING_COUNT" -i "$PING_INTERVAL" -W 2 "${H_IP[$d]}" 2>&1 || true)
-      # -> "received first steady" (first/steady "-" when absent)
-      read -r r f st < <(awk -v c="$PING_COUNT" '
+      awk -v s="$s" -v d="$d" '
         /bytes from/ { n++; match($0, /icmp_seq=[0-9]+/); q = substr($0, RSTART + 9, RLENGTH - 9) + 0
                        match($0, /time=[0-9.]+/); t = substr($0, RSTART + 5, RLENGTH - 5) + 0
                        if (q == 1) first = t; else { sum += t; k++ } }
-        END { printf "%d %s %s\n", n, (first == "" ? "-" : first), (k ? sprintf("%.3f", sum / k) : "-") }' <<<"$out")
-      RES["$s,$d"]=$r
-      pairs=$((pairs + 1)); sent=$((sent + PING_COUNT)); recv=$((recv + r))
-      ((r > 0)) && okp=$((okp + 1))
-      [[ $f == - ]] || firsts+=("$f")
-      [[ $st == - ]] || steadies+=("$st")
-      printf '%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n' "${H_NAME[$s]}" "${H_NAME[$d]}" "${H_IP[$s]}" "${H_IP[$d]}" \
-        "$PING_COUNT" "$r" "$f" "$st" >>"$tmp/pairs.tsv"
+        END { printf "%d %d %d %s %s\n", s, d, n, (first == "" ? "-" : first), (k ? sprintf("%.3f", sum / k) : "-") }' \
+        <<<"$out" >>"$tmp/from.$s"
     done
-  done
+  }
+  if ((PARALLEL)); then
+    for s in "${!H_NAME[@]}"; do ping_from "$s" & done
+    wait
+  else
+    for s in "${!H_NAME[@]}"; do ping_from "$s"; done
+  fi
+  local -A RES=()
+  local pairs=0 okp=0 sent=0 recv=0 r f st
+  local firsts=() steadies=()
+  while read -r s d r f st; do
+    RES["$s,$d"]=$r
+    pairs=$((pairs + 1)); sent=$((sent + PING_COUNT)); recv=$((recv + r))
+    ((r > 0)) && okp=$((okp + 1))
+    [[ $f == - ]] || firsts+=("$f")
+    [[ $st == - ]] || steadies+=("$st")
+    printf '%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n' "${H_NAME[$s]}" "${H_NAME[$d]}" "${H_IP[$s]}" "${H_IP[$d]}" \
+      "$PING_COUNT" "$r" "$f" "$st" >>"$tmp/pairs.tsv"
+  done < <(for s in "${!H_NAME[@]}"; do cat "$tmp/from.$s" 2>/dev/null; done)
   local elapsed=$(($(now_ms) - t0))
   if ((QUIET == 0)); then
     printf 'pingall: replies received per ordered pair (row = source, column = destination; %s pings each)\n' "$PING_COUNT"
