@@ -34,23 +34,48 @@ class Gauge {
   std::atomic<int64_t> v_{0};
 };
 
+// Latency histogram in nanoseconds: log2 buckets with 16 linear sub-buckets each (about 6 %
+// relative error), lock-free recording from any thread.
+class Histogram {
+ public:
+  static constexpr int kSub = 16;
+  static constexpr int kBuckets = 64 * kSub;
+  void record(uint64_t ns);
+  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+  uint64_t max() const { return max_.load(std::memory_order_relaxed); }
+  double mean() const;
+  // Upper edge of the bucket holding quantile q (0..1); 0 when empty.
+  uint64_t quantile(double q) const;
+  static int bucket_of(uint64_t ns);
+  static uint64_t upper_edge(int bucket);
+
+ private:
+  std::atomic<uint64_t> buckets_[kBuckets] = {};
+  std::atomic<uint64_t> count_{0};
+  std::atomic<uint64_t> sum_{0};
+  std::atomic<uint64_t> max_{0};
+};
+
 class Metrics {
  public:
   // Returns the counter/gauge of that name, creating it on first use. Call at set-up and
   // keep the reference; lookups take a lock.
   Counter& counter(std::string_view name);
   Gauge& gauge(std::string_view name);
+  Histogram& histogram(std::string_view name);
 
   uint64_t counter_value(std::string_view name) const;  // 0 if absent
   int64_t gauge_value(std::string_view name) const;     // 0 if absent
 
-  // {"counters": {name: n...}, "gauges": {name: n...}}
+  // {"counters": {name: n...}, "gauges": {name: n...},
+  //  "histograms": {name: {count, mean_us, p50_us, p90_us, p99_us, p999_us, max_us}}}
   nlohmann::json to_json() const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Counter>, std::less<>> counters_;
   std::map<std::string, std::unique_ptr<Gauge>, std::less<>> gauges_;
+  std::map<std::string, std::unique_ptr<Histogram>, std::less<>> histograms_;
 };
 
 }  // namespace sdn::core

@@ -258,7 +258,11 @@ void Connection::handle_message(const ofp::Message& msg, std::span<const uint8_t
         counters_.packet_in_before_up.inc();
         break;
       }
-      for (auto& app : shard_.apps) app->on_packet_in(*this, std::get<ofp::PacketIn>(msg.body), Clock::now());
+      {
+        const uint64_t before = enqueued_;
+        for (auto& app : shard_.apps) app->on_packet_in(*this, std::get<ofp::PacketIn>(msg.body), last_rx_);
+        if (enqueued_ != before) pin_pending_.push_back(last_rx_);
+      }
       break;
     case ofp::Type::kFlowRemoved:
       if (state_ == State::kUp)
@@ -418,6 +422,7 @@ bool Connection::enqueue_to(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf
   }
   counters_.tx_by_type[type_index(ofp::type_of(body))]->inc();
   (void)before;
+  ++enqueued_;
   return true;
 }
 
@@ -560,6 +565,12 @@ void Connection::flush() {
   for (const auto& b : inflight_) {
     bufs.emplace_back(asio::buffer(b));
     bytes += b.size();
+  }
+  if (!pin_pending_.empty()) {
+    const auto now = Clock::now();
+    for (auto t : pin_pending_)
+      counters_.packet_in_service.record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - t).count()));
+    pin_pending_.clear();
   }
   writing_ = true;
   counters_.writes.inc();

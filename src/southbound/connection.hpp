@@ -121,6 +121,8 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   bool writing_ = false;
   bool flush_posted_ = false;
 
+  uint64_t enqueued_ = 0;                        // messages encoded so far
+  std::vector<Clock::time_point> pin_pending_;   // read times of PACKET_INs whose reply is queued
   uint32_t xid_ = 0;
   std::deque<PendingBatch> batches_;
   size_t batch_xids_ = 0;

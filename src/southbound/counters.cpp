@@ -36,7 +36,8 @@ Counters::Counters(core::Metrics& m)
       dpid_replaced(m.counter("southbound.dpid.replaced")),
       batches_ok(m.counter("southbound.batches.ok")),
       batches_failed(m.counter("southbound.batches.failed")),
-      accept_errors(m.counter("southbound.errors.accept")) {
+      accept_errors(m.counter("southbound.errors.accept")),
+      packet_in_service(m.histogram("southbound.packet_in.service")) {
   for (size_t t = 0; t < rx_by_type.size(); ++t) {
     std::string name = t + 1 == rx_by_type.size() ? "unknown" : ofp::type_name(static_cast<ofp::Type>(t));
     if (name.rfind("OFPT_", 0) == 0) name.erase(0, 5);

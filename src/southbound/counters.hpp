@@ -45,6 +45,9 @@ struct Counters {
   core::Counter& batches_ok;
   core::Counter& batches_failed;
   core::Counter& accept_errors;
+  // Reactive per-packet processing time (RPPT): from the read that delivered a PACKET_IN to
+  // the socket write that carries the first reply an app queued for it.
+  core::Histogram& packet_in_service;
 };
 
 }  // namespace sdn::southbound

@@ -86,6 +86,33 @@ TEST(Metrics, CountersGaugesAndJson) {
   EXPECT_EQ(j["gauges"]["g"], -3);
 }
 
+TEST(Histogram, BucketsCoverEveryValueMonotonically) {
+  int prev = -1;
+  for (uint64_t v : {0ull, 1ull, 15ull, 16ull, 17ull, 31ull, 32ull, 1000ull, 123456789ull, ~0ull >> 1}) {
+    int b = Histogram::bucket_of(v);
+    EXPECT_GE(b, prev);
+    EXPECT_LT(b, Histogram::kBuckets);
+    EXPECT_GE(Histogram::upper_edge(b), v) << v;
+    if (b > 0) {
+      EXPECT_LT(Histogram::upper_edge(b - 1), v) << v;
+    }
+    prev = b;
+  }
+}
+
+TEST(Histogram, QuantilesWithinSixPercent) {
+  Histogram h;
+  for (uint64_t i = 1; i <= 10000; ++i) h.record(i * 1000);  // 1 us .. 10 ms
+  EXPECT_EQ(h.count(), 10000u);
+  EXPECT_EQ(h.max(), 10'000'000u);
+  EXPECT_NEAR(static_cast<double>(h.quantile(0.5)), 5'000'000.0, 5'000'000.0 * 0.07);
+  EXPECT_NEAR(static_cast<double>(h.quantile(0.99)), 9'900'000.0, 9'900'000.0 * 0.07);
+  EXPECT_EQ(h.quantile(1.0), 10'000'000u);
+  EXPECT_NEAR(h.mean(), 5'000'500.0, 1.0);
+  Histogram empty;
+  EXPECT_EQ(empty.quantile(0.5), 0u);
+}
+
 TEST(RateLimiter, AllowsBurstThenSuppresses) {
   RateLimiter rl(3, 10s);
   EXPECT_TRUE(rl.allow());

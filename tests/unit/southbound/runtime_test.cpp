@@ -433,6 +433,9 @@ TEST_F(RuntimeTest, RepliesToManyPacketInsAreGatheredIntoFewWrites) {
   for (int i = 0; i < 200; ++i) ASSERT_TRUE(sw.recv_type(ofp::Type::kPacketOut)) << i;
   const uint64_t writes = counter("southbound.tx.writes") - writes_before;
   EXPECT_LT(writes, 50u) << "200 replies took " << writes << " writes";
+  // Every answered PACKET_IN has a service time.
+  EXPECT_EQ(metrics_.histogram("southbound.packet_in.service").count(), 200u);
+  EXPECT_GT(metrics_.histogram("southbound.packet_in.service").max(), 0u);
 }
 
 TEST_F(RuntimeTest, NewConnectionWithSameDpidReplacesOld) {
