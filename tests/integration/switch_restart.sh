@@ -27,7 +27,8 @@ wait_connected_again() {
 
 step "phase 1: controller connection of ${IT_PREFIX}s2 dropped and restored"
 ovs-vsctl --timeout=10 del-controller "${IT_PREFIX}s2"
-sleep 1
+wait_stats_switches 2 5   # the controller must notice the closed connection
+step "controller dropped s2 from its switch list"
 ovs-vsctl --timeout=10 -- --id=@c create controller target="\"tcp:127.0.0.1:$IT_PORT\"" max_backoff=1000 \
   -- set bridge "${IT_PREFIX}s2" controller=@c >/dev/null
 t0=$(now_ms)
