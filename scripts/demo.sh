@@ -110,10 +110,13 @@ phase "flows installed per switch (ovs-ofctl -O OpenFlow13 dump-flows)"
 for ((i = 1; i <= NSW; i++)); do
   sw="${PREFIX}s$i"
   flows=$(ovs-ofctl -O OpenFlow13 --no-stats dump-flows "$sw" | grep 'actions=' || true)
-  printf '%s: %d flows\n' "$sw" "$(grep -c . <<<"$flows")"
-  sed 's/^ */    /' <<<"$flows" | head -n 12
-  (($(grep -c . <<<"$flows") > 12)) && echo "    ..."
+  printf '%s: %d flows (%d table-miss, %d arp, %d ip, %d other); first 3:\n' "$sw" "$(grep -c . <<<"$flows")" \
+    "$(grep -cE '(^| )priority=0 actions=' <<<"$flows")" "$(grep -c 'arp,' <<<"$flows")" \
+    "$(grep -cE '[ ,]ip,' <<<"$flows")" \
+    "$(grep -vE '(^| )priority=0 actions=|arp,|[ ,]ip,' <<<"$flows" | grep -c .)"
+  sed 's/^ */    /' <<<"$flows" | grep -v 'priority=0 actions=' | head -n 3
 done
+echo "(full tables: ovs-ofctl -O OpenFlow13 dump-flows <switch> while the demo runs)"
 
 phase "controller counters (stats file)"
 sleep 1.1   # the stats file is rewritten every second: read one written after the pings

@@ -77,8 +77,8 @@ def main(argv):
                     if isinstance(v, (int, float)) and not isinstance(v, bool) and v
                     and not k.startswith(("switches.", "pid", "uptime", "rss", "threads", "shards"))]
         for k, v in counters:
-            k = re.sub(r"^metrics\.(counters|gauges)\.", "", k)
-            print(f"  {k:<48} {v}")
+            k = re.sub(r"^metrics\.(counters|gauges|histograms)\.", "", k)
+            print(f"  {k:<48} {round(v, 3) if isinstance(v, float) else v}")
     else:
         print(__doc__, file=sys.stderr)
         return 2
