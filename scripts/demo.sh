@@ -62,7 +62,13 @@ phase_done() { log "demo: $1 ($(fmt_ms $(($(now_ms) - PHASE_T0))))"; }
 
 if ((SETUP)); then
   phase "setup: packages and release build"
-  bash scripts/setup.sh
+  if ! bash scripts/setup.sh; then
+    # The demo needs only the controller: if some other target (a test) does not compile, say so
+    # loudly and go on with the daemon alone. scripts/test.sh still reports the broken build.
+    warn "demo: setup.sh failed; building only the sdnator target"
+    cmake --build --preset release --target sdnator -j "${JOBS:-2}" || die "sdnator does not build"
+    warn "demo: continuing with build/bin/sdnator although the full release build FAILED"
+  fi
   phase_done "setup done"
 fi
 [[ -x $SDNATOR ]] || die "$SDNATOR not built (run scripts/setup.sh)"
