@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Everything CI runs, in one command: packages (setup.sh), release build with tests, unit tests,
-# a libFuzzer smoke run of every fuzz target, and the Open vSwitch integration tests. Prints a
-# timing per phase and ends with one line "N passed, N failed" (unit + fuzz + integration);
+# the unit tests again under ASan + UBSan, a libFuzzer smoke run of every fuzz target, and the
+# Open vSwitch integration tests. Prints a timing per phase and ends with one line "N passed, N failed" (unit + fuzz + integration);
 # exit status is non-zero if anything failed.
 #
 # usage: scripts/test.sh
 #   FUZZ_SECONDS=60   seconds per fuzz target (0 skips fuzzing)
 #   JOBS=2            parallel build jobs
-#   SKIP_FUZZ=1 / SKIP_INTEGRATION=1   leave a phase out (it is reported as skipped)
-#   BUILD_DIR=build FUZZ_BUILD_DIR=build-fuzz   build trees (defaults: the presets' own dirs)
+#   SKIP_ASAN=1 / SKIP_FUZZ=1 / SKIP_INTEGRATION=1   leave a phase out (it is reported as skipped)
+#   BUILD_DIR=build ASAN_BUILD_DIR=build-asan FUZZ_BUILD_DIR=build-fuzz   build trees (the presets' dirs)
 set -Euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$SDN_ROOT"
@@ -18,6 +18,7 @@ JOBS=${JOBS:-2}
 export JOBS
 BUILD_DIR=${BUILD_DIR:-build}
 FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
+ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
 WORK=$(mktemp -d /tmp/sdnator-test.XXXXXX)
 export IT_PIDS_DIR="$WORK/it-pids"
 PASSED=0 FAILED=0
@@ -33,11 +34,12 @@ phase_end() {   # phase_end RESULT
 }
 count() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); }
 
-# run_ctest LABEL: run ctest for one label, add its pass/fail counts; a ctest that cannot run
+# run_ctest LABEL [DIR]: run ctest for one label (in DIR, default BUILD_DIR), add its pass/fail counts; a ctest that cannot run
 # counts as one failure.
-run_ctest() {
-  local label=$1 log="$WORK/ctest-$1.log" total failed
-  ctest --test-dir "$BUILD_DIR" -L "$label" --output-on-failure 2>&1 | tee "$log"
+run_ctest() {   # run_ctest LABEL [BUILD_DIR]
+  local label=$1 dir=${2:-$BUILD_DIR} total failed
+  local log="$WORK/ctest-$1-${dir//\//_}.log"
+  ctest --test-dir "$dir" -L "$label" --output-on-failure 2>&1 | tee "$log"
   if grep -q 'No tests were found' "$log"; then
     NOTES+=("no $label tests registered"); phase_end "no tests"; return
   fi
@@ -91,6 +93,26 @@ if ((BUILD_OK)); then phase_end ok; else phase_end FAILED; count 0 1; NOTES+=("r
 # ---------------------------------------------------------------- unit
 phase_begin "unit tests"
 if [[ -f $BUILD_DIR/CTestTestfile.cmake ]]; then run_ctest unit; else phase_end "skipped (not configured)"; fi
+
+# ---------------------------------------------------------------- unit under ASan + UBSan
+# The same unit tests built with the asan preset: memory errors and undefined behaviour in
+# the codec, parsers, runtime and apps fail the run even where the release build passes.
+phase_begin "asan build"
+ASAN_OK=0
+if [[ ${SKIP_ASAN:-0} == 1 ]]; then
+  phase_end "skipped"
+else
+  if cmake --preset asan -B "$ASAN_BUILD_DIR" >"$WORK/asan-configure.log" 2>&1 \
+     || { cat "$WORK/asan-configure.log"; false; }; then
+    cmake --build "$ASAN_BUILD_DIR" -j "$JOBS" -- -k 0 && ASAN_OK=1
+  fi
+  if ((ASAN_OK)); then phase_end ok; else phase_end FAILED; count 0 1; NOTES+=("asan build failed"); fi
+fi
+if ((ASAN_OK)); then
+  phase_begin "unit tests (asan)"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_ctest unit "$ASAN_BUILD_DIR"
+fi
 
 # ---------------------------------------------------------------- fuzz smoke
 phase_begin "fuzz build"
