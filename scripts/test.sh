@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Everything CI runs, in one command: packages (setup.sh), release build with tests, unit tests,
 # the unit tests again under ASan + UBSan, a libFuzzer smoke run of every fuzz target, and the
-# Open vSwitch integration tests. Prints a timing per phase and ends with one line "N passed, N failed" (unit + fuzz + integration);
-# exit status is non-zero if anything failed.
+# Open vSwitch integration tests. Prints a timing per phase and ends with one line
+# "N passed, N failed" (unit, asan, fuzz and integration); exit status is non-zero if anything
+# failed.
 #
 # usage: scripts/test.sh
 #   FUZZ_SECONDS=60   seconds per fuzz target (0 skips fuzzing)
