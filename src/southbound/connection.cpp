@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include <asio/post.hpp>
 #include <asio/write.hpp>
@@ -16,6 +17,8 @@ namespace {
 
 constexpr size_t kInitialReadBuffer = 16 * 1024;
 constexpr size_t kReadChunk = 64 * 1024;
+constexpr size_t kMaxFreeChunks = 64;               // pooled low-lane chunk buffers
+constexpr size_t kMaxPooledChunkBytes = 256 * 1024; // larger ones are freed, not pooled
 
 size_t type_index(ofp::Type t) { return std::min<size_t>(static_cast<size_t>(t), 30); }
 
@@ -439,7 +442,7 @@ bool Connection::enqueue(uint32_t xid, const ofp::Body& body, Lane lane) {
     ok = enqueue_to(xid, body, hi_);
     if (ok) ++hi_msgs_;
   } else {
-    lo_.emplace_back();
+    lo_.push_back(take_chunk());
     ok = enqueue_to(xid, body, lo_.back());
     if (ok) {
       lo_bytes_ += lo_.back().size();
@@ -482,7 +485,7 @@ void Connection::send_batch(std::vector<ofp::Body> batch, Lane lane, BatchCallba
   const uint32_t first = xid_ + 1;
   ofp::Bytes* buf = &hi_;
   if (lane == Lane::kLow) {
-    lo_.emplace_back();
+    lo_.push_back(take_chunk());
     buf = &lo_.back();
   }
   const size_t before = buf->size();
@@ -540,11 +543,16 @@ void Connection::flush() {
     if (closing_) close(close_reason_);
     return;
   }
-  inflight_.clear();
+  // Buffers are swapped and recycled, never freed, so a steady flow of replies allocates
+  // nothing: the high lane alternates between two buffers, low-lane chunks return to a pool.
+  recycle_inflight();
+  bufs_.clear();
   uint32_t msgs = 0;
+  size_t bytes = 0;
   if (!hi_.empty()) {
-    inflight_.push_back(std::move(hi_));
-    hi_ = ofp::Bytes();
+    std::swap(hi_, hi_inflight_);
+    bufs_.emplace_back(asio::buffer(hi_inflight_));
+    bytes += hi_inflight_.size();
     msgs += hi_msgs_;
     hi_msgs_ = 0;
   }
@@ -554,18 +562,13 @@ void Connection::flush() {
   while (!lo_.empty() && (lo_taken == 0 || lo_taken + lo_.front().size() <= cfg_.low_lane_quantum)) {
     lo_taken += lo_.front().size();
     lo_bytes_ -= lo_.front().size();
-    inflight_.push_back(std::move(lo_.front()));
+    lo_inflight_.push_back(std::move(lo_.front()));
     lo_.pop_front();
+    bufs_.emplace_back(asio::buffer(lo_inflight_.back()));
     msgs += lo_msgs_.front();
     lo_msgs_.pop_front();
   }
-  std::vector<asio::const_buffer> bufs;
-  bufs.reserve(inflight_.size());
-  size_t bytes = 0;
-  for (const auto& b : inflight_) {
-    bufs.emplace_back(asio::buffer(b));
-    bytes += b.size();
-  }
+  bytes += lo_taken;
   if (!pin_pending_.empty()) {
     const auto now = Clock::now();
     for (auto t : pin_pending_)
@@ -576,7 +579,8 @@ void Connection::flush() {
   counters_.writes.inc();
   counters_.tx_msgs.inc(msgs);
   counters_.tx_bytes.inc(bytes);
-  asio::async_write(socket_, bufs, [self = shared_from_this()](const std::error_code& ec, size_t) {
+  // A span, not the vector: asio keeps a copy of the buffer sequence for the operation.
+  asio::async_write(socket_, std::span<const asio::const_buffer>(bufs_), [self = shared_from_this()](const std::error_code& ec, size_t) {
     self->writing_ = false;
     if (self->state_ == State::kClosed) return;
     if (ec) {
@@ -585,6 +589,24 @@ void Connection::flush() {
     }
     self->flush();
   });
+}
+
+ofp::Bytes Connection::take_chunk() {
+  if (lo_free_.empty()) return {};
+  ofp::Bytes b = std::move(lo_free_.back());
+  lo_free_.pop_back();
+  return b;
+}
+
+void Connection::recycle_inflight() {
+  hi_inflight_.clear();
+  for (auto& b : lo_inflight_) {
+    if (lo_free_.size() < kMaxFreeChunks && b.capacity() <= kMaxPooledChunkBytes) {
+      b.clear();
+      lo_free_.push_back(std::move(b));
+    }
+  }
+  lo_inflight_.clear();
 }
 
 // ---- timers -----------------------------------------------------------------------------

@@ -74,6 +74,8 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   // Encodes into the lane's buffer; false if it did not encode or the queue cap was hit.
   bool enqueue(uint32_t xid, const ofp::Body& body, Lane lane);
   bool enqueue_to(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf);
+  ofp::Bytes take_chunk();
+  void recycle_inflight();
   void schedule_flush();
   void flush();
   void on_tick();
@@ -117,7 +119,10 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   size_t lo_bytes_ = 0;
   uint32_t hi_msgs_ = 0;
   std::deque<uint32_t> lo_msgs_;
-  std::vector<ofp::Bytes> inflight_;
+  ofp::Bytes hi_inflight_;                    // the high-lane buffer being written
+  std::vector<ofp::Bytes> lo_inflight_;       // low-lane chunks being written
+  std::vector<ofp::Bytes> lo_free_;           // recycled chunk buffers
+  std::vector<asio::const_buffer> bufs_;      // the gathered write's buffer list
   bool writing_ = false;
   bool flush_posted_ = false;
 
