@@ -373,14 +373,16 @@ void Connection::on_error(uint32_t xid, const ofp::ErrorMsg& e) {
 }
 
 void Connection::on_barrier_reply(uint32_t xid) {
-  // Barriers are answered in order (6.2): every batch up to this barrier is settled.
-  while (!batches_.empty()) {
+  // Barriers are answered in order (6.2): every batch whose barrier was sent no later than
+  // this one is settled. xids increase in send order (serial-number comparison for wrap), so
+  // a barrier an app sent on its own settles the batches before it and none after it.
+  while (!batches_.empty() && static_cast<int32_t>(batches_.front().barrier_xid - xid) <= 0) {
     PendingBatch b = std::move(batches_.front());
     batches_.pop_front();
     batch_xids_ -= b.barrier_xid - b.first_xid + 1;
     (b.result.ok ? counters_.batches_ok : counters_.batches_failed).inc();
     if (b.done) b.done(b.result);
-    if (state_ == State::kClosed || b.barrier_xid == xid) return;
+    if (state_ == State::kClosed) return;
   }
 }
 

@@ -379,6 +379,41 @@ TEST_F(RuntimeTest, BatchCompletesOnBarrierOrReportsError) {
   EXPECT_TRUE(results[2].disconnected);
 }
 
+TEST_F(RuntimeTest, BarrierSettlesOnlyTheBatchesSentBeforeIt) {
+  start();
+  std::mutex mu;
+  std::vector<char> settled;
+  hooks_.on_packet_in = [&](SwitchContext& sw, const ofp::PacketIn&) {
+    auto note = [&](char name) {
+      return [&, name](const BatchResult& r) {
+        std::lock_guard l(mu);
+        if (r.ok) settled.push_back(name);
+      };
+    };
+    sw.send_batch({ofp::FlowMod{}}, Lane::kHigh, note('A'));
+    sw.send(ofp::BarrierRequest{});  // an app's own barrier, not tracked
+    sw.send_batch({ofp::FlowMod{}}, Lane::kHigh, note('B'));
+  };
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  const uint8_t frame[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x06};
+  sw.send(1, packet_in(frame));
+  auto a = sw.recv_type(ofp::Type::kBarrierRequest);
+  auto own = sw.recv_type(ofp::Type::kBarrierRequest);
+  auto b = sw.recv_type(ofp::Type::kBarrierRequest);
+  ASSERT_TRUE(a && own && b);
+  sw.send(own->xid, ofp::BarrierReply{});  // settles A (sent before it), not B
+  ASSERT_TRUE(eventually([&] { std::lock_guard l(mu); return settled.size() == 1; }));
+  std::this_thread::sleep_for(50ms);
+  {
+    std::lock_guard l(mu);
+    EXPECT_EQ(settled, (std::vector<char>{'A'}));
+  }
+  sw.send(b->xid, ofp::BarrierReply{});
+  ASSERT_TRUE(eventually([&] { std::lock_guard l(mu); return settled.size() == 2; }));
+  EXPECT_EQ(settled[1], 'B');
+}
+
 TEST_F(RuntimeTest, HighLaneOvertakesLowLaneBurst) {
   SouthboundConfig cfg;
   cfg.low_lane_quantum = 4096;
