@@ -414,6 +414,53 @@ TEST_F(RuntimeTest, BarrierSettlesOnlyTheBatchesSentBeforeIt) {
   EXPECT_EQ(settled[1], 'B');
 }
 
+TEST_F(RuntimeTest, RequestRepliesInPartsAndErrorsReachTheCallback) {
+  start();
+  struct Seen {
+    bool reply = false, err = false, more = false;
+    size_t ports = 0;
+  };
+  std::mutex mu;
+  std::vector<Seen> seen;
+  hooks_.on_packet_in = [&](SwitchContext& sw, const ofp::PacketIn&) {
+    ofp::MultipartRequest req;
+    req.type = ofp::MultipartType::kPortDesc;
+    sw.send_request(req, [&](const ofp::Message* m, const ofp::ErrorMsg* e, bool more) {
+      Seen x{m != nullptr, e != nullptr, more, 0};
+      if (m) x.ports = std::get<std::vector<ofp::Port>>(std::get<ofp::MultipartReply>(m->body).body).size();
+      std::lock_guard l(mu);
+      seen.push_back(x);
+    });
+  };
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1));
+  const uint8_t frame[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x06};
+  // First request: answered in two parts (REPLY_MORE, then the last part).
+  sw.send(1, packet_in(frame));
+  auto req = sw.recv_type(ofp::Type::kMultipartRequest);
+  ASSERT_TRUE(req);
+  ofp::MultipartReply part;
+  part.type = ofp::MultipartType::kPortDesc;
+  part.flags = ofp::kMultipartMore;
+  part.body = std::vector<ofp::Port>(2);
+  sw.send(req->xid, part);
+  part.flags = 0;
+  part.body = std::vector<ofp::Port>(1);
+  sw.send(req->xid, part);
+  // Second request: rejected with an ERROR.
+  sw.send(2, packet_in(frame));
+  auto req2 = sw.recv_type(ofp::Type::kMultipartRequest);
+  ASSERT_TRUE(req2);
+  sw.send(req2->xid, ofp::ErrorMsg{ofp::err::kBadRequest, ofp::err::kBrcBadMultipart, {}});
+  ASSERT_TRUE(eventually([&] { std::lock_guard l(mu); return seen.size() == 3; }));
+  std::lock_guard l(mu);
+  EXPECT_TRUE(seen[0].reply && seen[0].more && !seen[0].err);
+  EXPECT_EQ(seen[0].ports, 2u);
+  EXPECT_TRUE(seen[1].reply && !seen[1].more);
+  EXPECT_EQ(seen[1].ports, 1u);
+  EXPECT_TRUE(seen[2].err && !seen[2].reply);
+}
+
 TEST_F(RuntimeTest, HighLaneOvertakesLowLaneBurst) {
   SouthboundConfig cfg;
   cfg.low_lane_quantum = 4096;
