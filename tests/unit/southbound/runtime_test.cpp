@@ -461,6 +461,41 @@ TEST_F(RuntimeTest, RequestRepliesInPartsAndErrorsReachTheCallback) {
   EXPECT_TRUE(seen[2].err && !seen[2].reply);
 }
 
+TEST_F(RuntimeTest, PortStatusKeepsThePortListCurrent) {
+  start();
+  std::mutex mu;
+  std::vector<std::vector<ofp::Port>> views;
+  hooks_.on_packet_in = [&](SwitchContext& sw, const ofp::PacketIn&) {
+    std::lock_guard l(mu);
+    views.push_back(sw.ports());
+  };
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(1, 2));
+  const uint8_t frame[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x06};
+  ofp::PortStatus ps;
+  ps.reason = 0;  // ADD
+  ps.desc.port_no = 3;
+  ps.desc.name = "p3";
+  sw.send(10, ps);
+  sw.send(11, packet_in(frame));
+  ps.reason = 1;  // DELETE
+  ps.desc.port_no = 1;
+  sw.send(12, ps);
+  ps.reason = 2;  // MODIFY: port 2 link down
+  ps.desc.port_no = 2;
+  ps.desc.state = ofp::kPortStateLinkDown;
+  sw.send(13, ps);
+  sw.send(14, packet_in(frame));
+  ASSERT_TRUE(eventually([&] { std::lock_guard l(mu); return views.size() == 2; }));
+  std::lock_guard l(mu);
+  ASSERT_EQ(views[0].size(), 3u);
+  EXPECT_EQ(views[0][2].port_no, 3u);
+  ASSERT_EQ(views[1].size(), 2u);
+  EXPECT_EQ(views[1][0].port_no, 2u);
+  EXPECT_EQ(views[1][0].state, ofp::kPortStateLinkDown);
+  EXPECT_EQ(views[1][1].port_no, 3u);
+}
+
 TEST_F(RuntimeTest, HighLaneOvertakesLowLaneBurst) {
   SouthboundConfig cfg;
   cfg.low_lane_quantum = 4096;
