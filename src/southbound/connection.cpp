@@ -281,6 +281,7 @@ void Connection::handle_message(const ofp::Message& msg, std::span<const uint8_t
       } else {
         ports_.push_back(ps.desc);
       }
+      if (registered_) ctl_.register_dpid(features_.datapath_id, shared_from_this(), shard_.shard->index(), peer_, ports_.size());
       if (state_ == State::kUp)
         for (auto& app : shard_.apps) app->on_port_status(*this, ps);
       break;

@@ -494,6 +494,7 @@ TEST_F(RuntimeTest, PortStatusKeepsThePortListCurrent) {
   EXPECT_EQ(views[1][0].port_no, 2u);
   EXPECT_EQ(views[1][0].state, ofp::kPortStateLinkDown);
   EXPECT_EQ(views[1][1].port_no, 3u);
+  EXPECT_EQ(ctl_->switches().at(0).ports, 2u);  // the registry's summary follows too
 }
 
 TEST_F(RuntimeTest, HighLaneOvertakesLowLaneBurst) {
