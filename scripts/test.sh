@@ -52,6 +52,19 @@ run_ctest() {   # run_ctest LABEL [BUILD_DIR]
   phase_end "$((total - failed)) passed, $failed failed"
 }
 
+# build_preset PRESET DIR: configure and build one preset as the phase "PRESET build"; a
+# failure counts once and is noted. Returns non-zero if the build failed.
+build_preset() {
+  local preset=$1 dir=$2 ok=0
+  phase_begin "$preset build"
+  if cmake --preset "$preset" -B "$dir" >"$WORK/$preset-configure.log" 2>&1 \
+     || { cat "$WORK/$preset-configure.log"; false; }; then
+    cmake --build "$dir" -j "$JOBS" -- -k 0 && ok=1
+  fi
+  if ((ok)); then phase_end ok; return 0; fi
+  phase_end FAILED; count 0 1; NOTES+=("$preset build failed"); return 1
+}
+
 # Kill what integration tests left behind if ctest killed them (timeout): pids they recorded
 # (checked against the command name, in case the pid was reused) and their testbeds, by prefix.
 reap_integration_leftovers() {
@@ -98,16 +111,11 @@ if [[ -f $BUILD_DIR/CTestTestfile.cmake ]]; then run_ctest unit; else phase_end 
 # ---------------------------------------------------------------- unit under ASan + UBSan
 # The same unit tests built with the asan preset: memory errors and undefined behaviour in
 # the codec, parsers, runtime and apps fail the run even where the release build passes.
-phase_begin "asan build"
 ASAN_OK=0
 if [[ ${SKIP_ASAN:-0} == 1 ]]; then
-  phase_end "skipped"
-else
-  if cmake --preset asan -B "$ASAN_BUILD_DIR" >"$WORK/asan-configure.log" 2>&1 \
-     || { cat "$WORK/asan-configure.log"; false; }; then
-    cmake --build "$ASAN_BUILD_DIR" -j "$JOBS" -- -k 0 && ASAN_OK=1
-  fi
-  if ((ASAN_OK)); then phase_end ok; else phase_end FAILED; count 0 1; NOTES+=("asan build failed"); fi
+  phase_begin "asan build"; phase_end "skipped"
+elif build_preset asan "$ASAN_BUILD_DIR"; then
+  ASAN_OK=1
 fi
 if ((ASAN_OK)); then
   phase_begin "unit tests (asan)"
@@ -116,16 +124,11 @@ if ((ASAN_OK)); then
 fi
 
 # ---------------------------------------------------------------- fuzz smoke
-phase_begin "fuzz build"
 FUZZ_OK=0
 if [[ ${SKIP_FUZZ:-0} == 1 || $FUZZ_SECONDS == 0 ]]; then
-  phase_end "skipped"
-else
-  if cmake --preset fuzz -B "$FUZZ_BUILD_DIR" >"$WORK/fuzz-configure.log" 2>&1 \
-     || { cat "$WORK/fuzz-configure.log"; false; }; then
-    cmake --build "$FUZZ_BUILD_DIR" -j "$JOBS" -- -k 0 && FUZZ_OK=1
-  fi
-  if ((FUZZ_OK)); then phase_end ok; else phase_end FAILED; count 0 1; NOTES+=("fuzz build failed"); fi
+  phase_begin "fuzz build"; phase_end "skipped"
+elif build_preset fuzz "$FUZZ_BUILD_DIR"; then
+  FUZZ_OK=1
 fi
 
 if ((FUZZ_OK)); then
