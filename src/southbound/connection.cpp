@@ -418,7 +418,6 @@ uint32_t Connection::next_xid() {
 size_t Connection::pending_xids() const { return batch_xids_ + requests_.size(); }
 
 bool Connection::enqueue_to(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf) {
-  const size_t before = buf.size();
   auto r = ofp::encode(xid, body, buf);
   if (!r) {
     counters_.err_encode.inc();
@@ -427,7 +426,6 @@ bool Connection::enqueue_to(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf
     return false;
   }
   counters_.tx_by_type[type_index(ofp::type_of(body))]->inc();
-  (void)before;
   ++enqueued_;
   return true;
 }
