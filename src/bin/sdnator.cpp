@@ -104,16 +104,8 @@ int run(const RunOptions& opt) {
   if (!opt.stats_file.empty()) stats_file = opt.stats_file;
   auto sb = sdn::southbound::southbound_config_from(cfg);
   if (!opt.listen.empty()) {
-    auto colon = opt.listen.rfind(':');
-    if (colon == std::string::npos) {
-      fmt::print(stderr, "sdnator: --listen wants HOST:PORT, got '{}'\n", opt.listen);
-      return 2;
-    }
-    sb.listen_address = opt.listen.substr(0, colon);
-    try {
-      sb.listen_port = static_cast<uint16_t>(std::stoul(opt.listen.substr(colon + 1)));
-    } catch (const std::exception&) {
-      fmt::print(stderr, "sdnator: bad port in --listen '{}'\n", opt.listen);
+    if (auto r = sdn::southbound::set_listen(sb, opt.listen); !r) {
+      fmt::print(stderr, "sdnator: --listen: {}\n", r.error());
       return 2;
     }
   }

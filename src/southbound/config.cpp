@@ -1,26 +1,30 @@
 // Reads the southbound settings from the TOML configuration.
 #include "southbound/config.hpp"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 namespace sdn::southbound {
 
+Expected<void, std::string> set_listen(SouthboundConfig& c, std::string_view host_port) {
+  const auto colon = host_port.rfind(':');
+  if (colon == std::string_view::npos || colon == 0)
+    return unexpected(fmt::format("'{}' is not HOST:PORT", host_port));
+  const std::string_view port_text = host_port.substr(colon + 1);
+  unsigned port = 0;
+  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port_text.empty() || port > 65535)
+    return unexpected(fmt::format("bad port in '{}'", host_port));
+  c.listen_address = std::string(host_port.substr(0, colon));
+  c.listen_port = static_cast<uint16_t>(port);
+  return {};
+}
+
 SouthboundConfig southbound_config_from(core::Config& cfg) {
   SouthboundConfig c;
-  std::string listen = cfg.get_string("controller", "listen", "127.0.0.1:6653");
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos || colon == 0) {
-    cfg.add_problem(fmt::format("controller.listen: '{}' is not HOST:PORT", listen));
-  } else {
-    c.listen_address = listen.substr(0, colon);
-    try {
-      int p = std::stoi(listen.substr(colon + 1));
-      if (p < 0 || p > 65535) throw std::out_of_range("port");
-      c.listen_port = static_cast<uint16_t>(p);
-    } catch (const std::exception&) {
-      cfg.add_problem(fmt::format("controller.listen: bad port in '{}'", listen));
-    }
-  }
+  const std::string listen = cfg.get_string("controller", "listen", "127.0.0.1:6653");
+  if (auto r = set_listen(c, listen); !r) cfg.add_problem("controller.listen: " + r.error());
   c.shards = static_cast<unsigned>(cfg.get_int("controller", "shards", 0, 0, 256));
   const char* s = "southbound";
   c.max_message_bytes = static_cast<uint32_t>(cfg.get_int(s, "max_message_bytes", c.max_message_bytes, 64, 65535));

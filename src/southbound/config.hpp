@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/config.hpp"
+#include "core/expected.hpp"
 
 namespace sdn::southbound {
 
@@ -25,6 +27,10 @@ struct SouthboundConfig {
   uint16_t miss_send_len = 0xffff;                     // SET_CONFIG; 0xffff = whole packet, no buffer
   bool clear_flows_on_connect = true;                  // delete all flows before table-miss install
 };
+
+// Parses "HOST:PORT" (port 0..65535) into the listen fields of `c`; on failure returns why
+// and leaves `c` as it was. Shared by the config file and the --listen flag.
+Expected<void, std::string> set_listen(SouthboundConfig& c, std::string_view host_port);
 
 // Reads [controller] listen/shards and [southbound].*; problems are recorded in `cfg`.
 SouthboundConfig southbound_config_from(core::Config& cfg);

@@ -590,3 +590,27 @@ TEST_F(RuntimeTest, ThousandReconnectsLeakNoDescriptorOrConnection) {
 
 }  // namespace
 }  // namespace sdn::southbound
+
+namespace sdn::southbound {
+namespace {
+
+TEST(SouthboundConfig, ListenParsingSharedByFileAndFlag) {
+  SouthboundConfig c;
+  EXPECT_TRUE(set_listen(c, "0.0.0.0:6633"));
+  EXPECT_EQ(c.listen_address, "0.0.0.0");
+  EXPECT_EQ(c.listen_port, 6633);
+  for (const char* bad : {"127.0.0.1:70000", "127.0.0.1:", "127.0.0.1:6x", ":6653", "nocolon"}) {
+    auto r = set_listen(c, bad);
+    EXPECT_FALSE(r) << bad;
+    EXPECT_EQ(c.listen_port, 6633) << "a refused value must leave the config as it was";
+  }
+  auto cfg = core::Config::parse("[controller]\nlisten = \"10.0.0.1:65536\"\n");
+  ASSERT_TRUE(cfg);
+  (void)southbound_config_from(*cfg);
+  auto problems = cfg->finish();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("controller.listen: bad port"), std::string::npos) << problems[0];
+}
+
+}  // namespace
+}  // namespace sdn::southbound
