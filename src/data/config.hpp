@@ -1,0 +1,41 @@
+// Configuration of the data layer, read from the TOML sections [data], [redis], [sqlite],
+// [postgres] and [coordinator] (README "Configuration"). Every value has a default: with no
+// config at all the embedded defaults run (in-process bus, SQLite archive).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "core/config.hpp"
+#include "data/archive.hpp"
+#include "data/updates.hpp"
+
+namespace sdn::data {
+
+struct DueConfig {
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::string instance;  // empty = a random UUID (v4) per Due
+};
+
+struct CoordinatorConfig {
+  bool enabled = true;                        // run a Coordinator inside `sdnator run`
+  int missed_beats = 3;                       // offline after this many heartbeat intervals
+  std::chrono::milliseconds check_interval{100};
+  std::chrono::milliseconds checkpoint_interval{5000};  // state archived at least this often
+                                                        // (and on every change)
+};
+
+struct DataConfig {
+  std::string updates = "inproc";   // "inproc" | "redis"
+  std::string archive = "sqlite";   // "sqlite" | "postgres" | "none"
+  RedisConfig redis;
+  SqliteConfig sqlite;
+  PostgresConfig postgres;
+  DueConfig due;
+  CoordinatorConfig coordinator;
+};
+
+// Reads the sections, recording problems (unknown backend names, out-of-range values) on `cfg`.
+DataConfig data_config_from(core::Config& cfg);
+
+}  // namespace sdn::data
