@@ -15,6 +15,7 @@ namespace sdn::data {
 struct DueConfig {
   std::chrono::milliseconds heartbeat_interval{1000};
   std::string instance;  // empty = a random UUID (v4) per Due
+  bool send_goodbye = true;  // on destruction; tests turn it off to look like a crash
 };
 
 struct CoordinatorConfig {
@@ -28,6 +29,9 @@ struct CoordinatorConfig {
 struct DataConfig {
   std::string updates = "inproc";   // "inproc" | "redis"
   std::string archive = "sqlite";   // "sqlite" | "postgres" | "none"
+  // When the configured PostgreSQL archive cannot be reached at start: log the error and run on
+  // the embedded SQLite archive (true), or fail (false).
+  bool archive_fallback = true;
   RedisConfig redis;
   SqliteConfig sqlite;
   PostgresConfig postgres;

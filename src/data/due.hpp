@@ -31,14 +31,24 @@ class Backends {
   // Opens what `cfg` names. A backend that cannot be opened is an error naming it (the caller
   // decides whether to fall back to the embedded default).
   static Expected<std::shared_ptr<Backends>, std::string> open(const DataConfig& cfg);
+  // `archive` may be null (archives off).
   Backends(std::unique_ptr<Updates> updates, std::unique_ptr<Archive> archive);
   ~Backends();
   Updates& updates() { return *updates_; }
   Archive* archive() { return archive_.get(); }  // null when archives are off
+  // One timer thread shared by every Due of the process (heartbeats, pacing); post work with
+  // post_after.
+  void post_after(std::chrono::nanoseconds delay, std::function<void()> fn);
+  // Problems met while opening (e.g. "postgres unreachable, using sqlite"), for the stats file.
+  const std::vector<std::string>& notes() const { return notes_; }
+  void add_note(std::string n) { notes_.push_back(std::move(n)); }
 
  private:
+  struct Timers;
   std::unique_ptr<Updates> updates_;
   std::unique_ptr<Archive> archive_;
+  std::unique_ptr<Timers> timers_;
+  std::vector<std::string> notes_;
 };
 
 enum WriteFlags : unsigned {

@@ -1,0 +1,97 @@
+// [data], [redis], [sqlite], [postgres], [coordinator] -> DataConfig (config.hpp).
+#include "data/config.hpp"
+
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace sdn::data {
+namespace {
+
+Retention read_retention(core::Config& c, std::string_view sec) {
+  Retention r;
+  r.max_age = std::chrono::seconds(c.get_int(sec, "retention_max_age_s", 0, 0, int64_t{1} << 40));
+  r.max_per_key = static_cast<std::size_t>(
+      c.get_int(sec, "retention_max_per_key", 0, 0, int64_t{1} << 40));
+  r.interval = std::chrono::milliseconds(
+      c.get_int(sec, "retention_interval_ms", 1000, 10, 86'400'000));
+  return r;
+}
+
+}  // namespace
+
+DataConfig data_config_from(core::Config& c) {
+  DataConfig d;
+  d.updates = c.get_string("data", "updates", d.updates);
+  if (d.updates != "inproc" && d.updates != "redis")
+    c.add_problem(fmt::format("data.updates: '{}' is not a backend (inproc, redis)", d.updates));
+  d.archive = c.get_string("data", "archive", d.archive);
+  if (d.archive != "sqlite" && d.archive != "postgres" && d.archive != "none")
+    c.add_problem(
+        fmt::format("data.archive: '{}' is not a backend (sqlite, postgres, none)", d.archive));
+  d.archive_fallback = c.get_bool("data", "archive_fallback", d.archive_fallback);
+  d.due.heartbeat_interval =
+      std::chrono::milliseconds(c.get_int("data", "heartbeat_ms", 1000, 10, 3'600'000));
+
+  auto& r = d.redis;
+  r.host = c.get_string("redis", "host", r.host);
+  r.port = static_cast<uint16_t>(c.get_int("redis", "port", r.port, 1, 65535));
+  r.user = c.get_string("redis", "user", r.user);
+  r.password = c.get_string("redis", "password", r.password);
+  r.batch_size = static_cast<std::size_t>(c.get_int("redis", "batch_size", 100, 1, 1'000'000));
+  r.flush_interval =
+      std::chrono::microseconds(c.get_int("redis", "flush_interval_us", 1000, 0, 10'000'000));
+  r.max_buffered =
+      static_cast<std::size_t>(c.get_int("redis", "max_buffered", 100000, 0, 100'000'000));
+  r.connect_timeout =
+      std::chrono::milliseconds(c.get_int("redis", "connect_timeout_ms", 1000, 10, 60'000));
+  r.reconnect_min =
+      std::chrono::milliseconds(c.get_int("redis", "reconnect_min_ms", 50, 1, 60'000));
+  r.reconnect_max =
+      std::chrono::milliseconds(c.get_int("redis", "reconnect_max_ms", 2000, 1, 600'000));
+  if (r.reconnect_max < r.reconnect_min)
+    c.add_problem("redis.reconnect_max_ms: must not be below reconnect_min_ms");
+
+  auto& s = d.sqlite;
+  s.path = c.get_string("sqlite", "path", s.path);
+  s.batch_size = static_cast<std::size_t>(c.get_int("sqlite", "batch_size", 1000, 1, 1'000'000));
+  s.flush_interval =
+      std::chrono::milliseconds(c.get_int("sqlite", "flush_interval_ms", 50, 0, 600'000));
+  s.max_queued =
+      static_cast<std::size_t>(c.get_int("sqlite", "max_queued", 1'000'000, 1, 1'000'000'000));
+  s.retention = read_retention(c, "sqlite");
+  if (s.path == ":memory:") c.add_problem("sqlite.path: ':memory:' is not supported (use a file)");
+
+  auto& p = d.postgres;
+  p.dsn = c.get_string("postgres", "dsn", p.dsn);
+  p.table = c.get_string("postgres", "table", p.table);
+  p.batch_size =
+      static_cast<std::size_t>(c.get_int("postgres", "batch_size", 1000, 1, 1'000'000));
+  p.flush_interval =
+      std::chrono::milliseconds(c.get_int("postgres", "flush_interval_ms", 50, 0, 600'000));
+  p.max_queued =
+      static_cast<std::size_t>(c.get_int("postgres", "max_queued", 1'000'000, 1, 1'000'000'000));
+  p.connect_timeout =
+      std::chrono::milliseconds(c.get_int("postgres", "connect_timeout_ms", 2000, 100, 60'000));
+  p.reconnect_max =
+      std::chrono::milliseconds(c.get_int("postgres", "reconnect_max_ms", 2000, 10, 600'000));
+  p.retention = read_retention(c, "postgres");
+  for (char ch : p.table)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) {
+      c.add_problem(fmt::format("postgres.table: '{}' must be letters, digits and _", p.table));
+      break;
+    }
+  if (d.archive == "postgres" && p.dsn.empty())
+    c.add_problem("postgres.dsn: required when data.archive = \"postgres\"");
+
+  auto& co = d.coordinator;
+  co.enabled = c.get_bool("coordinator", "enabled", co.enabled);
+  co.missed_beats = static_cast<int>(c.get_int("coordinator", "missed_beats", 3, 1, 1000));
+  co.check_interval =
+      std::chrono::milliseconds(c.get_int("coordinator", "check_interval_ms", 100, 1, 60'000));
+  co.checkpoint_interval = std::chrono::milliseconds(
+      c.get_int("coordinator", "checkpoint_interval_ms", 5000, 10, 3'600'000));
+  return d;
+}
+
+}  // namespace sdn::data

@@ -1,0 +1,152 @@
+// Record envelopes on Redis (docs/data-wire.md) and base64 for raw-byte values. Encoding writes
+// the fixed fields by hand (one pass, reused buffer) and lets nlohmann dump only the value.
+#include "data/wire.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+
+namespace sdn::data {
+namespace {
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      out += fmt::format("\\u{:04x}", u);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+}  // namespace
+
+std::string base64_encode(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) |
+                 uint8_t(in[i + 2]);
+    out += kB64[(v >> 18) & 63];
+    out += kB64[(v >> 12) & 63];
+    out += kB64[(v >> 6) & 63];
+    out += kB64[v & 63];
+  }
+  if (std::size_t rest = in.size() - i; rest) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    if (rest == 2) v |= uint32_t(uint8_t(in[i + 1])) << 8;
+    out += kB64[(v >> 18) & 63];
+    out += kB64[(v >> 12) & 63];
+    out += rest == 2 ? kB64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+Expected<std::string, std::string> base64_decode(std::string_view in) {
+  static const std::array<int8_t, 256> table = [] {
+    std::array<int8_t, 256> t{};
+    t.fill(-1);
+    for (int i = 0; i < 64; ++i) t[static_cast<uint8_t>(kB64[i])] = static_cast<int8_t>(i);
+    return t;
+  }();
+  if (in.size() % 4 != 0) return unexpected(std::string("base64: length is not a multiple of 4"));
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    int pad = 0;
+    uint32_t v = 0;
+    for (std::size_t j = 0; j < 4; ++j) {
+      char c = in[i + j];
+      int d;
+      if (c == '=' && i + 4 == in.size() && j >= 2) {
+        d = 0;
+        ++pad;
+      } else {
+        if (pad) return unexpected(std::string("base64: data after padding"));
+        d = table[static_cast<uint8_t>(c)];
+        if (d < 0) return unexpected(fmt::format("base64: bad character at {}", i + j));
+      }
+      v = (v << 6) | static_cast<uint32_t>(d);
+    }
+    out += static_cast<char>((v >> 16) & 0xff);
+    if (pad < 2) out += static_cast<char>((v >> 8) & 0xff);
+    if (pad < 1) out += static_cast<char>(v & 0xff);
+  }
+  return out;
+}
+
+void encode_envelope(const Record& r, std::string& out) {
+  out += "{\"k\":";
+  append_json_string(out, r.key);
+  out += ",\"a\":";
+  append_json_string(out, r.app_id);
+  out += ",\"i\":";
+  append_json_string(out, r.instance);
+  fmt::format_to(std::back_inserter(out), ",\"t\":{},\"s\":{},", r.ts_ns, r.seq);
+  if (r.value.is_bytes()) {
+    out += "\"b\":\"";
+    out += base64_encode(r.value.bytes());
+    out += "\"}";
+  } else {
+    out += "\"v\":";
+    out += r.value.json().dump(-1, ' ', false, Json::error_handler_t::replace);
+    out += '}';
+  }
+}
+
+std::string encode_envelope(const Record& r) {
+  std::string out;
+  out.reserve(64 + r.key.size() + r.app_id.size() + r.instance.size());
+  encode_envelope(r, out);
+  return out;
+}
+
+Expected<Record, std::string> decode_envelope(std::string_view text) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return unexpected(std::string("envelope: not valid JSON"));
+  if (!j.is_object()) return unexpected(std::string("envelope: not a JSON object"));
+  Record r;
+  auto str = [&](const char* name, std::string& dst) -> bool {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_string()) return false;
+    dst = it->get_ref<const std::string&>();
+    return true;
+  };
+  if (!str("k", r.key)) return unexpected(std::string("envelope: \"k\" (key) missing or not a string"));
+  if (!str("a", r.app_id)) return unexpected(std::string("envelope: \"a\" (app id) missing or not a string"));
+  if (!str("i", r.instance)) return unexpected(std::string("envelope: \"i\" (instance) missing or not a string"));
+  auto t = j.find("t");
+  if (t == j.end() || !t->is_number_integer())
+    return unexpected(std::string("envelope: \"t\" (timestamp) missing or not an integer"));
+  r.ts_ns = t->get<int64_t>();
+  auto s = j.find("s");
+  if (s == j.end() || !s->is_number_unsigned())
+    return unexpected(std::string("envelope: \"s\" (sequence) missing or not a non-negative integer"));
+  r.seq = s->get<uint64_t>();
+  auto v = j.find("v");
+  auto b = j.find("b");
+  if (v != j.end() && b != j.end()) return unexpected(std::string("envelope: both \"v\" and \"b\""));
+  if (v != j.end()) {
+    r.value = Value(Json(std::move(*v)));
+  } else if (b != j.end()) {
+    if (!b->is_string()) return unexpected(std::string("envelope: \"b\" is not a string"));
+    auto bytes = base64_decode(b->get_ref<const std::string&>());
+    if (!bytes) return unexpected("envelope: \"b\": " + bytes.error());
+    r.value = Value(Bytes{std::move(*bytes)});
+  } else {
+    return unexpected(std::string("envelope: no value (\"v\" or \"b\")"));
+  }
+  return r;
+}
+
+}  // namespace sdn::data
