@@ -1,0 +1,86 @@
+// Envelopes and base64: round trips, the exact field layout of docs/data-wire.md, and clear errors
+// for malformed input (what a Redis subscriber may receive from a foreign publisher).
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "data/wire.hpp"
+
+namespace sdn::data {
+namespace {
+
+TEST(Base64, KnownVectors) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(*base64_decode("Zm9vYmE="), "fooba");
+  EXPECT_FALSE(base64_decode("Zm9"));
+  EXPECT_FALSE(base64_decode("Zm9v!A=="));
+  EXPECT_FALSE(base64_decode("Zg==Zg=="));
+}
+
+TEST(Base64, RandomRoundTrip) {
+  std::mt19937 rng(1);
+  for (int n = 0; n < 500; ++n) {
+    std::string s(rng() % 300, '\0');
+    for (auto& c : s) c = static_cast<char>(rng());
+    EXPECT_EQ(*base64_decode(base64_encode(s)), s);
+  }
+}
+
+TEST(Envelope, JsonRoundTripAndLayout) {
+  Record r;
+  r.key = "network/s1/port/3/stats@stats";
+  r.app_id = "stats";
+  r.instance = "i-1";
+  r.ts_ns = 1700000000123456789;
+  r.seq = 42;
+  r.value = Json{{"rx", 10}, {"name", "p\"3\n"}};
+  std::string text = encode_envelope(r);
+  Json j = Json::parse(text);
+  EXPECT_EQ(j["k"], r.key);
+  EXPECT_EQ(j["a"], "stats");
+  EXPECT_EQ(j["i"], "i-1");
+  EXPECT_EQ(j["t"].get<int64_t>(), r.ts_ns);
+  EXPECT_EQ(j["s"].get<uint64_t>(), 42u);
+  EXPECT_EQ(j["v"]["name"], "p\"3\n");
+  auto back = decode_envelope(text);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->key, r.key);
+  EXPECT_EQ(back->value, r.value);
+  EXPECT_EQ(back->seq, 42u);
+  EXPECT_EQ(back->ts_ns, r.ts_ns);
+}
+
+TEST(Envelope, BytesRoundTrip) {
+  Record r{"a/b@x", Value(Bytes{std::string("\x00\xff\x10zz", 5)}), "x", "i", 1, 1};
+  std::string text = encode_envelope(r);
+  EXPECT_NE(text.find("\"b\":\"AP8Qeno=\""), std::string::npos) << text;
+  auto back = decode_envelope(text);
+  ASSERT_TRUE(back);
+  ASSERT_TRUE(back->value.is_bytes());
+  EXPECT_EQ(back->value.bytes(), r.value.bytes());
+}
+
+TEST(Envelope, MalformedInputsGiveErrorsNamingTheField) {
+  auto e = [](std::string_view s) {
+    auto r = decode_envelope(s);
+    EXPECT_FALSE(r) << s;
+    return r ? std::string() : r.error();
+  };
+  EXPECT_NE(e("not json").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(e("[1,2]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(e(R"({"a":"x","i":"i","t":1,"s":1,"v":1})").find("\"k\""), std::string::npos);
+  EXPECT_NE(e(R"({"k":"a","i":"i","t":1,"s":1,"v":1})").find("\"a\""), std::string::npos);
+  EXPECT_NE(e(R"({"k":"a","a":"x","t":1,"s":1,"v":1})").find("\"i\""), std::string::npos);
+  EXPECT_NE(e(R"({"k":"a","a":"x","i":"i","t":"1","s":1,"v":1})").find("\"t\""), std::string::npos);
+  EXPECT_NE(e(R"({"k":"a","a":"x","i":"i","t":1,"s":-1,"v":1})").find("\"s\""), std::string::npos);
+  EXPECT_NE(e(R"({"k":"a","a":"x","i":"i","t":1,"s":1})").find("no value"), std::string::npos);
+  EXPECT_NE(e(R"({"k":"a","a":"x","i":"i","t":1,"s":1,"v":1,"b":"AA=="})").find("both"), std::string::npos);
+  EXPECT_NE(e(R"({"k":"a","a":"x","i":"i","t":1,"s":1,"b":"%%%"})").find("base64"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sdn::data
