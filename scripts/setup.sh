@@ -24,6 +24,11 @@ PACKAGES=(
   # libraries
   libasio-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # data layer: Redis client, SQLite and PostgreSQL client libraries
+  libhiredis-dev libsqlite3-dev libpq-dev
+  # data layer servers (started by scripts/services.sh for tests and benchmarks; the embedded
+  # defaults need neither), the Python example app and the benchmark plot
+  redis-server redis-tools postgresql python3-redis python3-matplotlib sqlite3
   # testbed and integration tests (python3: JSON checks in tests and demo)
   openvswitch-switch openvswitch-common tshark ethtool iproute2 iputils-ping procps psmisc python3
 )

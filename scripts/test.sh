@@ -86,6 +86,9 @@ cleanup() {
   set +e
   reap_integration_leftovers
   if ((OVS_STARTED)); then bash scripts/ovs.sh stop; OVS_STARTED=0; fi
+  if [[ -d ${SERVICES_DIR:-} ]]; then
+    bash scripts/services.sh down --dir "$SERVICES_DIR"; rm -rf "$SERVICES_DIR"
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -94,6 +97,21 @@ trap 'exit 130' INT TERM
 # ---------------------------------------------------------------- setup + build
 phase_begin "setup (packages)"
 if bash scripts/setup.sh --no-build; then phase_end ok; else phase_end FAILED; count 0 1; fi
+
+# ---------------------------------------------------------------- services
+# Data-layer tests run against real servers: a private PostgreSQL cluster and a Redis server on
+# free loopback ports (tests that kill Redis start their own). SDNATOR_REQUIRE_SERVICES=1 makes a
+# test that finds no server fail instead of skipping.
+SERVICES_DIR=/tmp/sdnator-test-services.$$
+phase_begin "services (postgres, redis)"
+if PG_PORT=$(free_port) REDIS_PORT=$(free_port) bash scripts/services.sh up --dir "$SERVICES_DIR" >"$WORK/services.env"; then
+  # shellcheck disable=SC1090
+  source "$WORK/services.env"
+  export SDNATOR_REQUIRE_SERVICES=1
+  phase_end ok
+else
+  phase_end FAILED; count 0 1; NOTES+=("could not start PostgreSQL/Redis")
+fi
 
 phase_begin "build release+tests"
 BUILD_OK=0

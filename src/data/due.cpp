@@ -187,8 +187,13 @@ struct Due::Impl {
   std::vector<Interest> interests;
   std::vector<Capability> capabilities;
 
+  // Topics by the text the app wrote ("a/b" and "a/b@app" are two aliases of one topic) and by
+  // channel, so every alias shares one sequence counter and pacing state.
   std::shared_mutex topics_mu;
   std::unordered_map<std::string, std::shared_ptr<Topic>, StrHash, std::equal_to<>> topics;
+  std::unordered_map<std::string, std::shared_ptr<Topic>> by_channel;
+  static constexpr std::size_t kMaxTopics = 1 << 20;
+  std::atomic<uint64_t> topics_reset{0};
 
   mutable std::mutex assign_mu;
   AssignmentSet assignment;
@@ -290,11 +295,22 @@ struct Due::Impl {
       return unexpected(fmt::format("key '{}' names app '{}'; this app is '{}'", key,
                                     k->app_id(), self->app_id_));
     }
-    auto t = std::make_shared<Topic>();
-    t->channel = k->channel();
-    t->key = std::move(*k);
+    std::string channel = k->channel();
     std::unique_lock lock(topics_mu);
-    return topics.emplace(std::string(key), std::move(t)).first->second;
+    if (topics.size() >= kMaxTopics) {
+      // An app writing to ever new keys: forget the old ones (their sequence numbers restart at
+      // 1, which subscribers see as a new producer run, not as a gap).
+      topics.clear();
+      by_channel.clear();
+      topics_reset.fetch_add(1, std::memory_order_relaxed);
+    }
+    auto& t = by_channel[channel];
+    if (!t) {
+      t = std::make_shared<Topic>();
+      t->channel = std::move(channel);
+      t->key = std::move(*k);
+    }
+    return topics.emplace(std::string(key), t).first->second;
   }
 
   Expected<void, std::string> write(std::string_view key, Value value, unsigned flags) {
