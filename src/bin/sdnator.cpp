@@ -18,10 +18,14 @@
 #include <spdlog/spdlog.h>
 
 #include "bin/app_registry.hpp"
+#include "bin/data_cli.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/metrics.hpp"
 #include "core/shard.hpp"
+#include "data/config.hpp"
+#include "data/coordinator.hpp"
+#include "data/due.hpp"
 #include "southbound/config.hpp"
 #include "southbound/controller.hpp"
 
@@ -41,6 +45,41 @@ std::pair<uint64_t, uint64_t> self_rss_threads() {
     if (line.rfind("Threads:", 0) == 0) threads = std::stoull(line.substr(8));
   }
   return {rss, threads};
+}
+
+nlohmann::json data_stats_json(sdn::data::Backends& b, const sdn::data::Coordinator* coord) {
+  nlohmann::json j;
+  auto u = b.updates().stats();
+  j["updates"] = {{"backend", std::string(b.updates().name())},
+                  {"published", u.published},
+                  {"sent", u.sent},
+                  {"delivered", u.delivered},
+                  {"dropped", u.dropped},
+                  {"gaps", u.gaps},
+                  {"decode_errors", u.decode_errors},
+                  {"reconnects", u.reconnects},
+                  {"buffered", u.buffered},
+                  {"batches", u.batches},
+                  {"connected", u.connected},
+                  {"last_error", u.last_error}};
+  if (auto* a = b.archive()) {
+    auto s = a->stats();
+    j["archive"] = {{"backend", std::string(a->name())},
+                    {"appended", s.appended},
+                    {"written", s.written},
+                    {"batches", s.batches},
+                    {"failed_batches", s.failed_batches},
+                    {"dropped", s.dropped},
+                    {"queued", s.queued},
+                    {"retention_deleted", s.retention_deleted},
+                    {"connected", s.connected},
+                    {"last_error", s.last_error}};
+  } else {
+    j["archive"] = nullptr;
+  }
+  j["notes"] = b.notes();
+  if (coord) j["coordinator"] = coord->state();
+  return j;
 }
 
 nlohmann::json stats_json(sdn::southbound::Controller& ctl, const sdn::bin::AppSet& apps,
@@ -111,6 +150,7 @@ int run(const RunOptions& opt) {
   }
   if (opt.shards >= 0) sb.shards = static_cast<unsigned>(opt.shards);
   auto apps = sdn::bin::make_apps(cfg, opt.apps);
+  auto data_cfg = sdn::data::data_config_from(cfg);
   auto problems = cfg.finish();
   if (!apps) problems.push_back(apps.error());
   if (!problems.empty()) {
@@ -122,6 +162,25 @@ int run(const RunOptions& opt) {
     return 2;
   }
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [%t] %v");
+
+  // The data layer: Data Updates + Data Archives shared by every app in this process, and the
+  // Coordinator (unless it runs elsewhere: [coordinator] enabled = false).
+  auto backends = sdn::data::Backends::open(data_cfg);
+  if (!backends) {
+    spdlog::error("{}", backends.error());
+    return 1;
+  }
+  std::unique_ptr<sdn::data::Coordinator> coordinator;
+  if (data_cfg.coordinator.enabled) {
+    coordinator = std::make_unique<sdn::data::Coordinator>(*backends, data_cfg.coordinator, data_cfg.due);
+    if (auto r = coordinator->start(); !r) {
+      spdlog::error("coordinator: {}", r.error());
+      return 1;
+    }
+  }
+  spdlog::info("data layer: updates={} archive={} coordinator={}", (*backends)->updates().name(),
+               (*backends)->archive() ? (*backends)->archive()->name() : std::string_view("none"),
+               coordinator ? "on" : "off");
 
   sdn::core::Metrics metrics;
   sdn::core::ShardPool pool(sb.shards);
@@ -142,7 +201,10 @@ int run(const RunOptions& opt) {
   asio::signal_set signals(main_ctx, SIGINT, SIGTERM);
   asio::steady_timer stats_timer(main_ctx);
   std::function<void()> write_stats = [&] {
-    if (!stats_file.empty()) write_atomically(stats_file, stats_json(ctl, **apps, *ep, started, pool.size()).dump(1));
+    if (stats_file.empty()) return;
+    auto j = stats_json(ctl, **apps, *ep, started, pool.size());
+    j["data"] = data_stats_json(**backends, coordinator.get());
+    write_atomically(stats_file, j.dump(1));
   };
   std::function<void()> arm = [&] {
     stats_timer.expires_after(std::chrono::seconds(1));
@@ -163,6 +225,7 @@ int run(const RunOptions& opt) {
   ctl.stop();
   pool.stop();
   pool.join();
+  if (coordinator) coordinator->stop();
   write_stats();
   const auto& c = ctl.counters();
   spdlog::info("shutdown: {} connections accepted, {} messages in, {} out in {} writes", c.accepted.value(),
@@ -184,7 +247,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--log-level", opt.log_level, "trace, debug, info, warn, error, critical, off");
   run_cmd->add_option("--stats-file", opt.stats_file, "write counters as JSON to this file every second");
   run_cmd->add_option("--app", opt.apps, "apps to run (default: from [controller] apps, else forwarding)");
+  sdn::bin::add_data_subcommands(app);
   CLI11_PARSE(app, argc, argv);
   if (run_cmd->parsed()) return run(opt);
+  if (int status = sdn::bin::run_data_cli(); status >= 0) return status;
   return 0;
 }
