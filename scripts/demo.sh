@@ -80,7 +80,7 @@ bash scripts/ovs.sh start
 phase "controller"
 PORT=$(free_port) || die "no free port"
 "$SDNATOR" --version
-ctrl_args=(run --listen "127.0.0.1:$PORT" --stats-file "$STATS" --log-level info)
+ctrl_args=(run --listen "127.0.0.1:$PORT" --stats-file "$STATS" --log-level info --archive-path "$WORK/archive.db")
 [[ -z $SHARDS ]] || ctrl_args+=(--shards "$SHARDS")
 echo "+ $SDNATOR ${ctrl_args[*]}"
 "$SDNATOR" "${ctrl_args[@]}" >"$WORK/sdnator.log" 2>&1 &

@@ -73,9 +73,19 @@ def main(argv):
               if isinstance(rss, (int, float)) else f"controller: {len(sw)} switches connected")
         for s in sw:
             print("  switch " + ", ".join(f"{k} {v}" for k, v in s.items()))
+        d = data.get("data")
+        if isinstance(d, dict):
+            u, a, c = d.get("updates") or {}, d.get("archive") or {}, d.get("coordinator") or {}
+            print(f"data layer: updates {u.get('backend')} ({u.get('published', 0)} published, "
+                  f"{u.get('dropped', 0)} dropped), archive {a.get('backend', 'off')} "
+                  f"({a.get('written', 0)} written, {a.get('dropped', 0)} dropped), "
+                  f"coordinator apps {c.get('apps', 'off')}")
+            for n in d.get("notes", []):
+                print(f"  note: {n}")
         counters = [(k, v) for k, v in flatten(data)
                     if isinstance(v, (int, float)) and not isinstance(v, bool) and v
-                    and not k.startswith(("switches.", "pid", "uptime", "rss", "threads", "shards"))]
+                    and not k.startswith(("switches.", "pid", "uptime", "rss", "threads", "shards",
+                                          "data.coordinator."))]
         for k, v in counters:
             k = re.sub(r"^metrics\.(counters|gauges|histograms)\.", "", k)
             print(f"  {k:<48} {round(v, 3) if isinstance(v, float) else v}")

@@ -125,6 +125,7 @@ struct RunOptions {
   std::string log_level;
   std::string stats_file;
   std::vector<std::string> apps;
+  std::string sqlite_path;
 };
 
 int run(const RunOptions& opt) {
@@ -151,6 +152,7 @@ int run(const RunOptions& opt) {
   if (opt.shards >= 0) sb.shards = static_cast<unsigned>(opt.shards);
   auto apps = sdn::bin::make_apps(cfg, opt.apps);
   auto data_cfg = sdn::data::data_config_from(cfg);
+  if (!opt.sqlite_path.empty()) data_cfg.sqlite.path = opt.sqlite_path;
   auto problems = cfg.finish();
   if (!apps) problems.push_back(apps.error());
   if (!problems.empty()) {
@@ -246,6 +248,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-s,--shards", opt.shards, "event-loop shards (0 = one per core)")->check(CLI::Range(0, 256));
   run_cmd->add_option("--log-level", opt.log_level, "trace, debug, info, warn, error, critical, off");
   run_cmd->add_option("--stats-file", opt.stats_file, "write counters as JSON to this file every second");
+  run_cmd->add_option("--archive-path", opt.sqlite_path, "SQLite archive file (overrides [sqlite] path)");
   run_cmd->add_option("--app", opt.apps, "apps to run (default: from [controller] apps, else forwarding)");
   sdn::bin::add_data_subcommands(app);
   CLI11_PARSE(app, argc, argv);

@@ -63,7 +63,8 @@ trap 'exit 130' INT TERM
 
 # start_controller [extra args]: run sdnator on IT_PORT and wait until it listens.
 start_controller() {
-  "$SDNATOR" run --listen "127.0.0.1:$IT_PORT" --stats-file "$STATS" --log-level info "$@" \
+  "$SDNATOR" run --listen "127.0.0.1:$IT_PORT" --stats-file "$STATS" --log-level info \
+    --archive-path "$IT_WORK/archive.db" "$@" \
     >>"$CTRL_LOG" 2>&1 &
   CTRL_PID=$!
   track_pid "$CTRL_PID"
