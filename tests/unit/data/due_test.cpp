@@ -294,3 +294,49 @@ TEST_F(Assigned, FrequencyBoundKeysArePacedLatestValueWins) {
 
 }  // namespace
 }  // namespace sdn::data
+
+namespace sdn::data {
+namespace {
+
+TEST(BackendsOpen, PostgresUnreachableFallsBackToSqliteWithANote) {
+  auto dir = std::filesystem::temp_directory_path() / ("sdnator-fallback-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  DataConfig cfg;
+  cfg.archive = "postgres";
+  cfg.postgres.dsn = "host=127.0.0.1 port=1 dbname=nothing";  // nothing listens on port 1
+  cfg.postgres.connect_timeout = std::chrono::milliseconds(500);
+  cfg.sqlite.path = (dir / "fallback.db").string();
+  {
+    auto b = Backends::open(cfg);
+    ASSERT_TRUE(b) << b.error();
+    ASSERT_NE((*b)->archive(), nullptr);
+    EXPECT_EQ((*b)->archive()->name(), "sqlite");
+    ASSERT_EQ((*b)->notes().size(), 1u);
+    EXPECT_NE((*b)->notes()[0].find("postgres"), std::string::npos) << (*b)->notes()[0];
+    EXPECT_NE((*b)->notes()[0].find("falling back"), std::string::npos);
+    // The embedded default works end to end.
+    Due d(*b);
+    ASSERT_TRUE(d.init("app", kProducer));
+    ASSERT_TRUE(d.write("x/y", 1));
+    ASSERT_TRUE(d.sync(std::chrono::seconds(5)));
+    auto rows = d.get("x/y");
+    ASSERT_TRUE(rows) << rows.error();
+    EXPECT_EQ(rows->size(), 1u);
+  }
+  cfg.archive_fallback = false;
+  auto b2 = Backends::open(cfg);
+  ASSERT_FALSE(b2);
+  EXPECT_NE(b2.error().find("postgres"), std::string::npos) << b2.error();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(BackendsOpen, UnknownBackendNamesAreErrors) {
+  DataConfig cfg;
+  cfg.updates = "kafka";
+  auto b = Backends::open(cfg);
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.error().find("unknown backend 'kafka'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sdn::data
