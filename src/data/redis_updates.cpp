@@ -4,34 +4,21 @@
 // holds the (P)SUBSCRIBEs, decodes envelopes and filters them exactly, since Redis's glob `*`
 // also crosses '/'. Both connections reconnect with backoff; nothing is lost silently: every
 // record ends up sent, or counted dropped, and holes in producers' seq numbers count as gaps.
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <latch>
-#include <mutex>
-#include <thread>
 #include <unordered_map>
-#include <vector>
 
-#include "core/log.hpp"
-#include "data/updates.hpp"
+#include "data/redis_updates_internal.hpp"
 #include "data/wire.hpp"
 
 namespace sdn::data {
 namespace {
 
+using namespace redis_detail;
 using SteadyClock = std::chrono::steady_clock;
 
 // Last seq per (instance, key) kept for gap detection; past this, an arbitrary entry goes (its
@@ -42,165 +29,6 @@ constexpr std::size_t kMaxSeqTracked = 100000;
 constexpr std::chrono::milliseconds kIdleCheck{100};
 // Upper bound of one reader poll; the wake eventfd normally ends it sooner.
 constexpr int kReaderPollMs = 500;
-
-struct ContextFree {
-  void operator()(redisContext* c) const {
-    if (c != nullptr) redisFree(c);
-  }
-};
-using ContextPtr = std::unique_ptr<redisContext, ContextFree>;
-
-struct ReplyFree {
-  void operator()(redisReply* r) const {
-    if (r != nullptr) freeReplyObject(r);
-  }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyFree>;
-
-timeval to_timeval(std::chrono::milliseconds ms) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-  return tv;
-}
-
-std::string_view reply_str(const redisReply* r) {
-  if (r == nullptr || r->str == nullptr) return {};
-  return {r->str, r->len};
-}
-
-// hiredis writes with write(2): a peer that went away would raise SIGPIPE and kill the process.
-// Our I/O threads block it, so a broken socket is just EPIPE; the pending signal is then taken
-// back so it can never fire later.
-void block_sigpipe() {
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &s, nullptr);
-}
-
-void consume_pending_sigpipe() {
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, SIGPIPE);
-  timespec zero{0, 0};
-  while (sigtimedwait(&s, nullptr, &zero) > 0) {
-  }
-}
-
-// Connects, sets socket timeouts (so no call blocks longer than connect_timeout) and
-// authenticates when a password is configured.
-ContextPtr open_connection(const RedisConfig& cfg, std::string& err) {
-  const timeval tv = to_timeval(cfg.connect_timeout);
-  ContextPtr c(redisConnectWithTimeout(cfg.host.c_str(), cfg.port, tv));
-  if (!c) {
-    err = "cannot allocate a hiredis context";
-    return nullptr;
-  }
-  if (c->err != 0) {
-    err = fmt::format("connect {}:{}: {}", cfg.host, cfg.port, c->errstr);
-    return nullptr;
-  }
-  if (redisSetTimeout(c.get(), tv) != REDIS_OK) {
-    err = fmt::format("setting socket timeouts: {}", c->errstr);
-    return nullptr;
-  }
-  redisEnableKeepAlive(c.get());
-  if (!cfg.password.empty()) {
-    std::vector<const char*> argv{"AUTH"};
-    std::vector<std::size_t> lens{4};
-    if (!cfg.user.empty()) {
-      argv.push_back(cfg.user.c_str());
-      lens.push_back(cfg.user.size());
-    }
-    argv.push_back(cfg.password.c_str());
-    lens.push_back(cfg.password.size());
-    ReplyPtr r(static_cast<redisReply*>(
-        redisCommandArgv(c.get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
-    if (!r) {
-      err = fmt::format("AUTH on {}:{}: {}", cfg.host, cfg.port, c->errstr);
-      return nullptr;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-      err = fmt::format("AUTH on {}:{} refused: {}", cfg.host, cfg.port, reply_str(r.get()));
-      return nullptr;
-    }
-  }
-  return c;
-}
-
-// Has the server closed an idle connection? (EOF or an error pending on the socket.)
-bool peer_closed(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  if (::poll(&p, 1, 0) <= 0) return false;
-  if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return true;
-  char c;
-  ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
-}
-
-// Writes a blocking context's output buffer out completely.
-bool write_out(redisContext* c) {
-  int done = 0;
-  while (done == 0) {
-    if (redisBufferWrite(c, &done) != REDIS_OK) return false;
-  }
-  return true;
-}
-
-// State that work posted to executors may still touch after the Updates object is gone.
-struct Shared {
-  std::atomic<uint64_t> delivered{0};
-};
-
-// One local subscription. `call` runs the handler unless the subscription was retired; `retire`
-// waits for calls running on other threads, so after unsubscribe returns no call starts or runs.
-struct Sub {
-  Key pattern;
-  Updates::Handler handler;
-  Executor executor;
-  std::string rname;  // the Redis subscription carrying it: "p:<glob>" or "c:<channel>"
-  std::shared_ptr<Shared> shared;
-
-  std::mutex mu;
-  std::condition_variable cv;
-  bool active = true;
-  std::vector<std::thread::id> running;
-
-  void call(const RecordPtr& r) {
-    const auto me = std::this_thread::get_id();
-    {
-      std::lock_guard l(mu);
-      if (!active) return;
-      running.push_back(me);
-    }
-    shared->delivered.fetch_add(1, std::memory_order_relaxed);
-    // A throwing handler must not take the reader thread down with it.
-    try {
-      handler(r);
-    } catch (const std::exception& e) {
-      SDN_LOG_RATELIMITED(spdlog::level::warn, "redis updates: handler for '{}' threw: {}",
-                          r->key, e.what());
-    } catch (...) {
-      SDN_LOG_RATELIMITED(spdlog::level::warn, "redis updates: handler for '{}' threw", r->key);
-    }
-    {
-      std::lock_guard l(mu);
-      running.erase(std::find(running.begin(), running.end(), me));
-    }
-    cv.notify_all();
-  }
-
-  void retire() {
-    const auto me = std::this_thread::get_id();
-    std::unique_lock l(mu);
-    active = false;
-    cv.wait(l, [&] {
-      return std::all_of(running.begin(), running.end(), [&](auto id) { return id == me; });
-    });
-  }
-};
-using SubPtr = std::shared_ptr<Sub>;
 
 // One Redis-side subscription (a glob or a channel), shared by every local subscription that
 // maps to it. The reader thread brings Redis in line with `refs` (see reconcile()).
