@@ -43,6 +43,8 @@ DataConfig data_config_from(core::Config& c) {
       std::chrono::microseconds(c.get_int("redis", "flush_interval_us", 1000, 0, 10'000'000));
   r.max_buffered =
       static_cast<std::size_t>(c.get_int("redis", "max_buffered", 100000, 0, 100'000'000));
+  r.max_tracked_keys =
+      static_cast<std::size_t>(c.get_int("redis", "max_tracked_keys", 100000, 1, 100'000'000));
   r.connect_timeout =
       std::chrono::milliseconds(c.get_int("redis", "connect_timeout_ms", 1000, 10, 60'000));
   r.reconnect_min =

@@ -1,6 +1,6 @@
 // What travels on Data Updates and is kept in Data Archives: a value (JSON or raw bytes) with the
-// key it was written to, the producer's app id and instance, a timestamp and a per-producer
-// sequence number. Records are immutable and shared: in-process subscribers receive the same
+// key it was written to, the producer's app id and instance, a timestamp and a sequence number
+// per (instance, key). Records are immutable and shared: in-process subscribers receive the same
 // object the producer wrote, never a copy.
 #pragma once
 
@@ -53,7 +53,7 @@ struct Record {
   std::string app_id;    // producer app id
   std::string instance;  // producer instance id (one app id may run several instances)
   int64_t ts_ns = 0;     // producer wall clock, ns since the Unix epoch
-  uint64_t seq = 0;      // per-instance sequence number, starts at 1
+  uint64_t seq = 0;      // sequence number per (instance, key), starts at 1
 };
 
 using RecordPtr = std::shared_ptr<const Record>;

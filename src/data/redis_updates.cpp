@@ -23,7 +23,6 @@ using SteadyClock = std::chrono::steady_clock;
 
 // Last seq per (instance, key) kept for gap detection; past this, an arbitrary entry goes (its
 // next record then starts afresh, so at worst one hole is missed, never invented).
-constexpr std::size_t kMaxSeqTracked = 100000;
 // How often an idle writer checks whether Redis closed the publisher connection, so that
 // stats().connected turns false without waiting for the next publish.
 constexpr std::chrono::milliseconds kIdleCheck{100};
@@ -624,7 +623,7 @@ class RedisUpdates final : public Updates {
     seq_key_.append(r.key);
     auto it = last_seq_.find(seq_key_);
     if (it == last_seq_.end()) {
-      if (last_seq_.size() >= kMaxSeqTracked) last_seq_.erase(last_seq_.begin());
+      if (last_seq_.size() >= cfg_.max_tracked_keys) last_seq_.erase(last_seq_.begin());
       last_seq_.emplace(seq_key_, r.seq);
       return;
     }

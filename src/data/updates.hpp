@@ -75,6 +75,8 @@ struct RedisConfig {
   std::size_t batch_size = 100;                 // records per pipelined write
   std::chrono::microseconds flush_interval{1000};  // oldest queued record waits at most this
   std::size_t max_buffered = 100000;            // kept while Redis is away; beyond: dropped, counted
+  std::size_t max_tracked_keys = 100000;        // (instance, key) pairs whose seq is followed for
+                                                // gap counting; beyond: the oldest is forgotten
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds reconnect_min{50};  // backoff doubles from min to max
   std::chrono::milliseconds reconnect_max{2000};
