@@ -78,6 +78,10 @@ Expected<std::string, std::string> base64_decode(std::string_view in) {
       }
       v = (v << 6) | static_cast<uint32_t>(d);
     }
+    // Canonical only (RFC 4648 section 3.5): the bits under the padding must be zero, so each
+    // byte string has one encoding (found by the envelope fuzzer).
+    if ((pad == 1 && (v & 0xff) != 0) || (pad == 2 && (v & 0xffff) != 0))
+      return unexpected(std::string("base64: non-zero bits before the padding"));
     out += static_cast<char>((v >> 16) & 0xff);
     if (pad < 2) out += static_cast<char>((v >> 8) & 0xff);
     if (pad < 1) out += static_cast<char>(v & 0xff);
