@@ -54,19 +54,21 @@ RecordPtr rec(std::string k, Value v, uint64_t seq, std::string instance = "inst
 // Thread-safe list of what a handler saw.
 class Inbox {
  public:
+  // The handler holds the state, not the Inbox: a reader thread still delivering when a failed
+  // assertion unwinds the test never touches a destroyed Inbox.
   Updates::Handler handler() {
-    return [this](const RecordPtr& r) {
-      std::lock_guard l(mu_);
-      got_.push_back(r);
+    return [st = st_](const RecordPtr& r) {
+      std::lock_guard l(st->mu);
+      st->got.push_back(r);
     };
   }
   std::size_t size() const {
-    std::lock_guard l(mu_);
-    return got_.size();
+    std::lock_guard l(st_->mu);
+    return st_->got.size();
   }
   std::vector<RecordPtr> all() const {
-    std::lock_guard l(mu_);
-    return got_;
+    std::lock_guard l(st_->mu);
+    return st_->got;
   }
   std::multiset<std::string> keys() const {
     std::multiset<std::string> out;
@@ -76,8 +78,11 @@ class Inbox {
   bool has_key(const std::string& k) const { return keys().count(k) > 0; }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<RecordPtr> got_;
+  struct State {
+    std::mutex mu;
+    std::vector<RecordPtr> got;
+  };
+  std::shared_ptr<State> st_ = std::make_shared<State>();
 };
 
 // A plain hiredis client for things our client must never do (malformed envelopes, PUBSUB).
@@ -312,8 +317,6 @@ TEST_F(RedisUpdatesTest, UnsubscribeStopsDelivery) {
 
 TEST_F(RedisUpdatesTest, ExecutorWorkQueuedBeforeUnsubscribeIsNotRun) {
   start_server();
-  auto u = make();
-  ASSERT_TRUE(u);
   std::mutex mu;
   std::deque<std::function<void()>> work;
   Executor ex = [&](std::function<void()> f) {
@@ -321,6 +324,8 @@ TEST_F(RedisUpdatesTest, ExecutorWorkQueuedBeforeUnsubscribeIsNotRun) {
     work.push_back(std::move(f));
   };
   std::atomic<int> calls{0};
+  auto u = make();  // after what its handlers touch: destroyed (threads stopped) first
+  ASSERT_TRUE(u);
   auto id = u->subscribe(key("ex/k@app"), [&](const RecordPtr&) { ++calls; }, ex);
   u->publish(rec("ex/k@app", Json(1), 1));
   u->publish(rec("ex/k@app", Json(2), 2));
@@ -408,24 +413,34 @@ TEST_F(RedisUpdatesTest, MalformedEnvelopesAreCountedAndSkipped) {
 TEST_F(RedisUpdatesTest, RedisKilledMidStreamAndRestarted) {
   start_server();
   cfg_.max_buffered = 1000000;
-  auto u = make();
-  ASSERT_TRUE(u);
   std::mutex mu;
   std::set<uint64_t> seen;
   uint64_t max_seen = 0;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> seq{0};
+  std::thread producer;
+  auto u = make();  // after what its handler touches: destroyed (threads stopped) first
+  ASSERT_TRUE(u);
+  // A failed assertion returns early: stop the producer before anything it uses goes away.
+  struct JoinOnExit {
+    std::atomic<bool>& stop;
+    std::thread& t;
+    ~JoinOnExit() {
+      stop = true;
+      if (t.joinable()) t.join();
+    }
+  } join_on_exit{stop, producer};
   u->subscribe(key("kill/*@app"), [&](const RecordPtr& r) {
     std::lock_guard l(mu);
     seen.insert(r->seq);
     max_seen = std::max(max_seen, r->seq);
   });
 
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> seq{0};
-  std::thread producer([&] {
+  producer = std::thread([&] {
     while (!stop.load()) {
       u->publish(rec("kill/1@app", Json(seq.load() + 1), seq.load() + 1));
       ++seq;
-      if (seq.load() % 200 == 0) std::this_thread::sleep_for(1ms);
+      if (seq.load() % 50 == 0) std::this_thread::sleep_for(1ms);  // ~50k/s at most
     }
   });
   ASSERT_TRUE(wait_for([&] {
@@ -449,10 +464,11 @@ TEST_F(RedisUpdatesTest, RedisKilledMidStreamAndRestarted) {
   producer.join();
   ASSERT_TRUE(u->drain(10s));
   const uint64_t last = seq.load();
+  // The subscriber may still be working through the backlog (slow under ASan on 2 loaded cores).
   ASSERT_TRUE(wait_for([&] {
     std::lock_guard l(mu);
     return max_seen == last;
-  }));
+  }, 60s)) << "max seen " << max_seen << " of " << last;
 
   auto st = u->stats();
   EXPECT_EQ(st.published, last);
