@@ -328,7 +328,9 @@ SqlWhere build_where(Dialect d, const KeyPlan& plan, const Query& q,
   SqlWhere w;
   auto ph = [&](SqlParam p, bool bigint) {
     w.params.push_back(std::move(p));
-    std::string s = (d == Dialect::kSqlite ? "?" : "$") + std::to_string(w.params.size());
+    // Built in steps: GCC 12 at -O3 warns (falsely) about `const char* + std::string&&`.
+    std::string s(d == Dialect::kSqlite ? "?" : "$");
+    s += std::to_string(w.params.size());
     if (bigint && d == Dialect::kPostgres) s += "::bigint";
     return s;
   };

@@ -75,7 +75,6 @@ CREATE TABLE IF NOT EXISTS records(
   value    BLOB);
 CREATE INDEX IF NOT EXISTS records_key_ts ON records(key, ts_ns);
 CREATE INDEX IF NOT EXISTS records_ts ON records(ts_ns);
-CREATE INDEX IF NOT EXISTS records_app_ts ON records(app_id, ts_ns);
 )sql";
 
 constexpr const char* kInsert =

@@ -3,6 +3,9 @@
 #include "data/wire.hpp"
 
 #include <array>
+#include <limits>
+#include <optional>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -115,7 +118,96 @@ std::string encode_envelope(const Record& r) {
   return out;
 }
 
+namespace {
+
+// The fast path: envelopes in exactly the layout encode_envelope writes (fields in order, strings
+// without escapes). Only the value goes through the JSON parser, and not even that for raw bytes
+// or a plain string. Anything else returns nullopt and takes the general path below, which also
+// produces the error messages.
+struct Cursor {
+  std::string_view s;
+  bool lit(std::string_view l) {
+    if (s.substr(0, l.size()) != l) return false;
+    s.remove_prefix(l.size());
+    return true;
+  }
+  // A string without backslashes or control characters, after its opening quote.
+  bool plain_string(std::string& out) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      char c = s[i];
+      if (c == '"') {
+        out.assign(s.data(), i);
+        s.remove_prefix(i + 1);
+        return true;
+      }
+      if (c == '\\' || static_cast<unsigned char>(c) < 0x20) return false;
+    }
+    return false;
+  }
+  template <class T>
+  bool integer(T& out) {
+    bool neg = false;
+    std::size_t i = 0;
+    if (std::is_signed_v<T> && i < s.size() && s[i] == '-') {
+      neg = true;
+      ++i;
+    }
+    if (i >= s.size() || s[i] < '0' || s[i] > '9') return false;
+    if (s[i] == '0' && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9') return false;
+    uint64_t v = 0;
+    for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+      if (__builtin_mul_overflow(v, uint64_t{10}, &v) ||
+          __builtin_add_overflow(v, static_cast<uint64_t>(s[i] - '0'), &v))
+        return false;
+    }
+    if constexpr (std::is_signed_v<T>) {
+      constexpr uint64_t kMax = static_cast<uint64_t>(std::numeric_limits<T>::max());
+      if (v > kMax + (neg ? 1 : 0)) return false;
+      out = neg ? static_cast<T>(0 - v) : static_cast<T>(v);
+    } else {
+      out = static_cast<T>(v);
+    }
+    s.remove_prefix(i);
+    return true;
+  }
+};
+
+std::optional<Record> decode_fast(std::string_view text) {
+  Cursor c{text};
+  Record r;
+  if (!c.lit("{\"k\":\"") || !c.plain_string(r.key)) return std::nullopt;
+  if (!c.lit(",\"a\":\"") || !c.plain_string(r.app_id)) return std::nullopt;
+  if (!c.lit(",\"i\":\"") || !c.plain_string(r.instance)) return std::nullopt;
+  if (!c.lit(",\"t\":") || !c.integer(r.ts_ns)) return std::nullopt;
+  if (!c.lit(",\"s\":") || !c.integer(r.seq)) return std::nullopt;
+  if (c.lit(",\"b\":\"")) {
+    auto end = c.s.find('"');
+    if (end == std::string_view::npos || c.s.substr(end) != "\"}") return std::nullopt;
+    auto bytes = base64_decode(c.s.substr(0, end));
+    if (!bytes) return std::nullopt;
+    r.value = Value(Bytes{std::move(*bytes)});
+    return r;
+  }
+  if (!c.lit(",\"v\":") || c.s.empty() || c.s.back() != '}') return std::nullopt;
+  std::string_view v = c.s.substr(0, c.s.size() - 1);
+  if (v.size() >= 2 && v.front() == '"') {
+    Cursor vs{v.substr(1)};
+    std::string str;
+    if (vs.plain_string(str) && vs.s.empty()) {
+      r.value = Value(Json(std::move(str)));
+      return r;
+    }
+  }
+  Json j = Json::parse(v, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return std::nullopt;
+  r.value = Value(std::move(j));
+  return r;
+}
+
+}  // namespace
+
 Expected<Record, std::string> decode_envelope(std::string_view text) {
+  if (auto fast = decode_fast(text)) return std::move(*fast);
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return unexpected(std::string("envelope: not valid JSON"));
   if (!j.is_object()) return unexpected(std::string("envelope: not a JSON object"));

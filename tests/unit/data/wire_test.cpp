@@ -86,3 +86,49 @@ TEST(Envelope, MalformedInputsGiveErrorsNamingTheField) {
 
 }  // namespace
 }  // namespace sdn::data
+
+namespace sdn::data {
+namespace {
+
+// The fast path (our own layout) and the general path (any field order, escapes) must agree.
+TEST(Envelope, FastAndGeneralPathsAgree) {
+  std::vector<Record> cases;
+  cases.push_back(Record{"a/b@x", Value(Json("plain string")), "x", "i-1", 5, 1});
+  cases.push_back(Record{"a/b@x", Value(Json("esc \"q\" \\ \n tab\t ü")), "x", "i", -7, 18446744073709551615ull});
+  cases.push_back(Record{"a/b@x", Value(Json{{"n", 1}, {"l", {1, 2.5, nullptr, true}}}), "x", "i", INT64_MIN, 0});
+  cases.push_back(Record{"a/b@x", Value(Json(-0.25)), "x", "i", INT64_MAX, 3});
+  cases.push_back(Record{"a/b@x", Value(Bytes{std::string("\0\1\2\3", 4)}), "x", "i", 0, 9});
+  cases.push_back(Record{"a/b@x", Value(Bytes{""}), "x", "i", 1, 1});
+  cases.push_back(Record{"a/b@x", Value(Json("")), "x", "i", 1, 1});
+  for (const Record& r : cases) {
+    std::string canonical = encode_envelope(r);
+    // The same fields in another order take the general path.
+    Json j = Json::parse(canonical);
+    std::string reordered = "{\"v\":null}";
+    Json o = Json::object();
+    for (const char* f : {"s", "t", "i", "a", "k", "v", "b"})
+      if (j.contains(f)) o[f] = j[f];
+    reordered = o.dump();
+    auto fast = decode_envelope(canonical);
+    auto slow = decode_envelope(reordered);
+    ASSERT_TRUE(fast) << canonical;
+    ASSERT_TRUE(slow) << reordered;
+    EXPECT_EQ(fast->key, slow->key);
+    EXPECT_EQ(fast->app_id, slow->app_id);
+    EXPECT_EQ(fast->instance, slow->instance);
+    EXPECT_EQ(fast->ts_ns, slow->ts_ns) << canonical;
+    EXPECT_EQ(fast->seq, slow->seq) << canonical;
+    EXPECT_EQ(fast->value, slow->value) << canonical;
+    EXPECT_EQ(fast->value, r.value) << canonical;
+  }
+  // Near misses of the layout still decode (general path) or fail with the general errors.
+  EXPECT_TRUE(decode_envelope(R"({"k":"a\/b@x","a":"x","i":"i","t":1,"s":1,"v":1})"));
+  EXPECT_FALSE(decode_envelope(R"({"k":"a","a":"x","i":"i","t":01,"s":1,"v":1})"));
+  EXPECT_TRUE(decode_envelope(R"({"k":"a","a":"x","i":"i","t":1,"s":1,"v":1} )"));  // trailing space
+  EXPECT_FALSE(decode_envelope(R"({"k":"a","a":"x","i":"i","t":99999999999999999999,"s":1,"v":1})"));
+  EXPECT_FALSE(decode_envelope(R"({"k":"a","a":"x","i":"i","t":1,"s":1,"v":[1,}})"));
+  EXPECT_FALSE(decode_envelope(R"({"k":"a","a":"x","i":"i","t":1,"s":1,"b":"Zh=="})"));
+}
+
+}  // namespace
+}  // namespace sdn::data
