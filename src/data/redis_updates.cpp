@@ -587,11 +587,19 @@ class RedisUpdates final : public Updates {
       decode_error(channel, fmt::format("\"k\" is '{}', not the channel", rec->key));
       return;
     }
-    auto key = Key::parse_concrete(rec->key);
-    if (!key) {
-      decode_error(channel, key.error());
-      return;
+    // Parsed keys are cached per channel (reader thread only): the steady path does one hash
+    // lookup instead of a parse per record.
+    auto cached = key_cache_.find(rec->key);
+    if (cached == key_cache_.end()) {
+      auto parsed = Key::parse_concrete(rec->key);
+      if (!parsed) {
+        decode_error(channel, parsed.error());
+        return;
+      }
+      if (key_cache_.size() >= kKeyCacheSize) key_cache_.clear();
+      cached = key_cache_.emplace(rec->key, std::move(*parsed)).first;
     }
+    const Key* key = &cached->second;
     track_seq(*rec);
 
     rname_.assign(prefix);
@@ -630,6 +638,9 @@ class RedisUpdates final : public Updates {
     if (r.seq > it->second + 1) gaps_.fetch_add(r.seq - it->second - 1, std::memory_order_relaxed);
     if (r.seq > it->second) it->second = r.seq;
   }
+
+  static constexpr std::size_t kKeyCacheSize = 65536;
+  std::unordered_map<std::string, Key> key_cache_;  // reader thread only
 
   const RedisConfig cfg_;
   const std::shared_ptr<Shared> shared_;

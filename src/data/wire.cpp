@@ -12,20 +12,61 @@
 namespace sdn::data {
 namespace {
 
+// Appends `s` as a JSON string, copying runs that need no escape in one go.
 void append_json_string(std::string& out, std::string_view s) {
   out += '"';
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    auto u = static_cast<unsigned char>(s[i]);
+    if (u >= 0x20 && u != '"' && u != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    if (u == '"' || u == '\\') {
       out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      out += fmt::format("\\u{:04x}", u);
+      out += static_cast<char>(u);
     } else {
-      out += c;
+      out += fmt::format("\\u{:04x}", u);
     }
   }
+  out.append(s.data() + run, s.size() - run);
   out += '"';
+}
+
+// Well-formed UTF-8 (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF)?
+bool is_utf8(std::string_view s) {
+  std::size_t i = 0, n = s.size();
+  while (i < n) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) {
+      len = 2;
+      cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      len = 3;
+      cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+      return false;
+    i += len;
+  }
+  return true;
 }
 
 constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -33,24 +74,23 @@ constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 }  // namespace
 
 std::string base64_encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
+  std::string out((in.size() + 2) / 3 * 4, '=');
+  char* o = out.data();
   std::size_t i = 0;
   for (; i + 3 <= in.size(); i += 3) {
     uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) |
                  uint8_t(in[i + 2]);
-    out += kB64[(v >> 18) & 63];
-    out += kB64[(v >> 12) & 63];
-    out += kB64[(v >> 6) & 63];
-    out += kB64[v & 63];
+    *o++ = kB64[(v >> 18) & 63];
+    *o++ = kB64[(v >> 12) & 63];
+    *o++ = kB64[(v >> 6) & 63];
+    *o++ = kB64[v & 63];
   }
   if (std::size_t rest = in.size() - i; rest) {
     uint32_t v = uint32_t(uint8_t(in[i])) << 16;
     if (rest == 2) v |= uint32_t(uint8_t(in[i + 1])) << 8;
-    out += kB64[(v >> 18) & 63];
-    out += kB64[(v >> 12) & 63];
-    out += rest == 2 ? kB64[(v >> 6) & 63] : '=';
-    out += '=';
+    *o++ = kB64[(v >> 18) & 63];
+    *o++ = kB64[(v >> 12) & 63];
+    if (rest == 2) *o++ = kB64[(v >> 6) & 63];
   }
   return out;
 }
@@ -63,8 +103,8 @@ Expected<std::string, std::string> base64_decode(std::string_view in) {
     return t;
   }();
   if (in.size() % 4 != 0) return unexpected(std::string("base64: length is not a multiple of 4"));
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
+  std::string out(in.size() / 4 * 3, '\0');
+  char* o = out.data();
   for (std::size_t i = 0; i < in.size(); i += 4) {
     int pad = 0;
     uint32_t v = 0;
@@ -85,10 +125,11 @@ Expected<std::string, std::string> base64_decode(std::string_view in) {
     // byte string has one encoding (found by the envelope fuzzer).
     if ((pad == 1 && (v & 0xff) != 0) || (pad == 2 && (v & 0xffff) != 0))
       return unexpected(std::string("base64: non-zero bits before the padding"));
-    out += static_cast<char>((v >> 16) & 0xff);
-    if (pad < 2) out += static_cast<char>((v >> 8) & 0xff);
-    if (pad < 1) out += static_cast<char>(v & 0xff);
+    *o++ = static_cast<char>((v >> 16) & 0xff);
+    if (pad < 2) *o++ = static_cast<char>((v >> 8) & 0xff);
+    if (pad < 1) *o++ = static_cast<char>(v & 0xff);
   }
+  out.resize(static_cast<std::size_t>(o - out.data()));
   return out;
 }
 
@@ -106,7 +147,14 @@ void encode_envelope(const Record& r, std::string& out) {
     out += "\"}";
   } else {
     out += "\"v\":";
-    out += r.value.json().dump(-1, ' ', false, Json::error_handler_t::replace);
+    const Json& v = r.value.json();
+    // Strings in valid UTF-8 are written directly (no temporary); everything else is
+    // nlohmann's dump (invalid UTF-8 replaced by U+FFFD, never an exception).
+    if (v.is_string() && is_utf8(v.get_ref<const std::string&>())) {
+      append_json_string(out, v.get_ref<const std::string&>());
+    } else {
+      out += v.dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
     out += '}';
   }
 }

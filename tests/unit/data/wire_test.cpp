@@ -100,6 +100,7 @@ TEST(Envelope, FastAndGeneralPathsAgree) {
   cases.push_back(Record{"a/b@x", Value(Bytes{std::string("\0\1\2\3", 4)}), "x", "i", 0, 9});
   cases.push_back(Record{"a/b@x", Value(Bytes{""}), "x", "i", 1, 1});
   cases.push_back(Record{"a/b@x", Value(Json("")), "x", "i", 1, 1});
+  cases.push_back(Record{"a/b@x", Value(Json(std::string("\0\x01\x7f caf\xc3\xa9 \xf0\x9f\x98\x80", 17))), "x", "i", 1, 1});
   for (const Record& r : cases) {
     std::string canonical = encode_envelope(r);
     // The same fields in another order take the general path.
@@ -120,6 +121,16 @@ TEST(Envelope, FastAndGeneralPathsAgree) {
     EXPECT_EQ(fast->seq, slow->seq) << canonical;
     EXPECT_EQ(fast->value, slow->value) << canonical;
     EXPECT_EQ(fast->value, r.value) << canonical;
+  }
+  // Invalid UTF-8 in a string value is replaced (as nlohmann does), never sent raw.
+  for (std::string bad : {std::string("\xff"), std::string("\xc0\x80"), std::string("\xed\xa0\x80"),
+                          std::string("ok\xe2\x82")}) {
+    Record r{"a/b@x", Value(Json(bad)), "x", "i", 1, 1};
+    std::string text = encode_envelope(r);
+    auto back = decode_envelope(text);
+    ASSERT_TRUE(back) << text;
+    EXPECT_NE(back->value.json().get<std::string>(), bad);
+    EXPECT_NE(back->value.json().get<std::string>().find("\xef\xbf\xbd"), std::string::npos);
   }
   // Near misses of the layout still decode (general path) or fail with the general errors.
   EXPECT_TRUE(decode_envelope(R"({"k":"a\/b@x","a":"x","i":"i","t":1,"s":1,"v":1})"));
