@@ -65,7 +65,7 @@ Expected<DbPtr, std::string> open_db(const std::string& path, bool create) {
 
 constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS records(
-  id       INTEGER PRIMARY KEY AUTOINCREMENT,
+  id       INTEGER PRIMARY KEY,   -- rowid; no AUTOINCREMENT (SQLite: extra work per insert)
   key      TEXT    NOT NULL,   -- channel, "path@app_id"
   app_id   TEXT    NOT NULL,   -- producer app id
   instance TEXT    NOT NULL,
