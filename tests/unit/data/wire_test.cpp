@@ -100,7 +100,8 @@ TEST(Envelope, FastAndGeneralPathsAgree) {
   cases.push_back(Record{"a/b@x", Value(Bytes{std::string("\0\1\2\3", 4)}), "x", "i", 0, 9});
   cases.push_back(Record{"a/b@x", Value(Bytes{""}), "x", "i", 1, 1});
   cases.push_back(Record{"a/b@x", Value(Json("")), "x", "i", 1, 1});
-  cases.push_back(Record{"a/b@x", Value(Json(std::string("\0\x01\x7f caf\xc3\xa9 \xf0\x9f\x98\x80", 17))), "x", "i", 1, 1});
+  static constexpr char kMixed[] = "\0\x01\x7f caf\xc3\xa9 \xf0\x9f\x98\x80";  // NUL, control, UTF-8
+  cases.push_back(Record{"a/b@x", Value(Json(std::string(kMixed, sizeof kMixed - 1))), "x", "i", 1, 1});
   for (const Record& r : cases) {
     std::string canonical = encode_envelope(r);
     // The same fields in another order take the general path.
