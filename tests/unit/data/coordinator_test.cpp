@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "data/coordinator.hpp"
+#include "fakes/eventually.hpp"
 
 namespace sdn::data {
 namespace {
@@ -19,15 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// Polls `pred` until it holds or `timeout` passes (the runner has real threads; no fixed sleeps).
-bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 3000ms) {
-  auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
-}
+using test::eventually;
 
 class CoordinatorTest : public ::testing::Test {
  protected:

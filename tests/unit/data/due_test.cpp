@@ -9,21 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "data/due.hpp"
+#include "fakes/eventually.hpp"
 
 namespace sdn::data {
 namespace {
 
 using namespace std::chrono_literals;
 
-template <class F>
-bool eventually(F&& f, std::chrono::milliseconds limit = 3000ms) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (f()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return f();
-}
+using test::eventually;
 
 class DueTest : public ::testing::Test {
  protected:

@@ -18,6 +18,7 @@
 #include "data/updates.hpp"
 #include "data/wire.hpp"
 #include "fakes/redis_server.hpp"
+#include "fakes/eventually.hpp"
 
 namespace sdn::data {
 namespace {
@@ -26,12 +27,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return pred();
+  return test::eventually(pred, timeout);
 }
 
 Key key(std::string_view text) {

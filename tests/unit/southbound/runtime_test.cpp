@@ -16,6 +16,7 @@
 #include "core/shard.hpp"
 #include "southbound/controller.hpp"
 #include "unit/southbound/raw_switch.hpp"
+#include "fakes/eventually.hpp"
 
 namespace sdn::southbound {
 namespace {
@@ -44,15 +45,7 @@ class HookApp : public App {
   Hooks& h_;
 };
 
-template <class Pred>
-bool eventually(Pred p, std::chrono::milliseconds timeout = 3000ms) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (p()) return true;
-    std::this_thread::sleep_for(2ms);
-  }
-  return p();
-}
+using test::eventually;
 
 size_t open_fds() {
   size_t n = 0;
