@@ -62,7 +62,9 @@ Expected<data::DataConfig, std::string> load_data_config() {
   return d;
 }
 
-std::shared_ptr<data::Backends> open_backends(int& status) {
+// Loads the config and opens its backends; on failure prints why, sets `status` (2: config,
+// 1: backend) and returns null. `cfg_out`, when given, receives the data config.
+std::shared_ptr<data::Backends> open_backends(int& status, data::DataConfig* cfg_out = nullptr) {
   auto d = load_data_config();
   if (!d) {
     fmt::print(stderr, "sdnator: config error: {}\n", d.error());
@@ -75,27 +77,22 @@ std::shared_ptr<data::Backends> open_backends(int& status) {
     status = 1;
     return nullptr;
   }
+  if (cfg_out) *cfg_out = *d;
   return *b;
 }
 
 int run_coordinator() {
-  auto d = load_data_config();
-  if (!d) {
-    fmt::print(stderr, "sdnator: config error: {}\n", d.error());
-    return 2;
-  }
-  auto b = data::Backends::open(*d);
-  if (!b) {
-    fmt::print(stderr, "sdnator: {}\n", b.error());
-    return 1;
-  }
-  data::Coordinator coord(*b, d->coordinator, d->due);
+  int status = 0;
+  data::DataConfig d;
+  auto b = open_backends(status, &d);
+  if (!b) return status;
+  data::Coordinator coord(b, d.coordinator, d.due);
   if (auto r = coord.start(); !r) {
     fmt::print(stderr, "sdnator: coordinator: {}\n", r.error());
     return 1;
   }
-  spdlog::info("coordinator running (updates={}, archive={})", (*b)->updates().name(),
-               (*b)->archive() ? (*b)->archive()->name() : std::string_view("none"));
+  spdlog::info("coordinator running (updates={}, archive={})", b->updates().name(),
+               b->archive() ? b->archive()->name() : std::string_view("none"));
   std::signal(SIGINT, [](int) { g_stop = 1; });
   std::signal(SIGTERM, [](int) { g_stop = 1; });
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(50));
