@@ -1,13 +1,19 @@
 // Static app registry.
 #include "bin/app_registry.hpp"
 
-#include <fmt/format.h>
+#include <algorithm>
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "apps/forwarding/fabric.hpp"
 #include "apps/forwarding/forwarding.hpp"
+#include "apps/topology/topology.hpp"
+#include "apps/topology/wire.hpp"
 
 namespace sdn::bin {
 
-std::vector<std::string> known_apps() { return {"forwarding"}; }
+std::vector<std::string> known_apps() { return {"topology", "forwarding"}; }
 
 void AppSet::add_reporter(std::string app, std::function<nlohmann::json()> report) {
   std::lock_guard lock(mu_);
@@ -29,29 +35,90 @@ nlohmann::json AppSet::stats() const {
   return out;
 }
 
+std::shared_ptr<data::Due> AppSet::due_for(const std::string& app_id, unsigned roles,
+                                           std::vector<data::Interest> interests,
+                                           std::vector<data::Capability> capabilities) {
+  std::lock_guard lock(mu_);
+  if (!backends) return nullptr;
+  auto& due = dues_[app_id];
+  if (!due) {
+    due = std::make_shared<data::Due>(backends, due_config);
+    if (auto r = due->init(app_id, roles, std::move(interests), std::move(capabilities)); !r)
+      spdlog::error("{}: DUE init failed: {}", app_id, r.error());
+  }
+  return due;
+}
+
+namespace {
+
+nlohmann::json learning_stats(const apps::ForwardingCounters& c) {
+  return {{"packet_ins", c.packet_ins},         {"floods", c.floods},
+          {"flows_installed", c.flows_installed}, {"learned", c.learned},
+          {"moves", c.moves},                   {"drops", c.drops},
+          {"parse_errors", c.parse_errors},     {"ignored", c.ignored},
+          {"mac_cap_exceeded", c.mac_cap_exceeded}, {"ports_down", c.ports_down},
+          {"flows_removed", c.flows_removed}};
+}
+
+nlohmann::json fabric_stats(const apps::FabricCounters& c) {
+  return {{"packet_ins", c.packet_ins},       {"floods", c.floods},
+          {"flood_dead_ends", c.flood_dead_ends}, {"paths_installed", c.paths_installed},
+          {"paths_failed", c.paths_failed},   {"flows_installed", c.flows_installed},
+          {"drops", c.drops},                 {"no_path", c.no_path},
+          {"not_ready", c.not_ready},         {"parse_errors", c.parse_errors},
+          {"ignored", c.ignored},             {"reroutes", c.reroutes},
+          {"flows_removed", c.flows_removed}, {"topology_records", c.topology_records},
+          {"topology_errors", c.topology_errors}};
+}
+
+}  // namespace
+
 Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, const std::vector<std::string>& names) {
   auto set = std::make_shared<AppSet>();
-  std::vector<std::string> wanted = cfg.get_string_list("controller", "apps", {"forwarding"});
+  std::vector<std::string> wanted = cfg.get_string_list("controller", "apps", {"topology", "forwarding"});
   if (!names.empty()) wanted = names;
   // Every app's section is read even when the app is off, so its keys are still validated.
   apps::ForwardingConfig fwd = apps::read_forwarding_config(cfg);
+  apps::topology::TopologyConfig topo = apps::topology::read_topology_config(cfg);
+  const bool has_topology = std::find(wanted.begin(), wanted.end(), "topology") != wanted.end();
+  std::weak_ptr<AppSet> weak = set;
   for (const auto& name : wanted) {
-    if (name == "forwarding") {
-      std::weak_ptr<AppSet> weak = set;
+    if (name == "topology") {
+      auto svc = std::make_shared<std::shared_ptr<apps::topology::TopologyService>>();
+      set->factories.push_back([topo, weak, svc](unsigned shard) -> std::unique_ptr<southbound::App> {
+        auto s = weak.lock();
+        if (!*svc) {
+          auto due = s ? s->due_for("topology", data::kProducer, {},
+                                    {{std::string(apps::topology::kTopologyPattern), std::nullopt}})
+                       : nullptr;
+          *svc = std::make_shared<apps::topology::TopologyService>(topo, std::move(due));
+        }
+        auto app = std::make_unique<apps::topology::Topology>(*svc, shard);
+        if (s && shard == apps::topology::kHomeShard) {
+          std::weak_ptr<apps::topology::TopologyService> ws = *svc;
+          s->add_reporter("topology", [ws] { return ws.lock() ? ws.lock()->stats_json() : nlohmann::json::object(); });
+        }
+        return app;
+      });
+    } else if (name == "forwarding" && fwd.mode == apps::ForwardingMode::kFabric) {
+      if (!has_topology)
+        return unexpected(std::string("forwarding.mode = \"fabric\" needs the topology app in [controller] apps "
+                                      "(or use mode = \"learning\")"));
+      set->factories.push_back([fwd, weak](unsigned) -> std::unique_ptr<southbound::App> {
+        auto s = weak.lock();
+        auto due = s ? s->due_for("forwarding", data::kConsumer,
+                                  {{std::string(apps::topology::kTopologyPattern), std::nullopt}}, {})
+                     : nullptr;
+        auto app = std::make_unique<apps::FabricForwarding>(fwd, std::move(due), s ? s->metrics : nullptr);
+        const apps::FabricForwarding* raw = app.get();
+        if (s) s->add_reporter("forwarding", [raw] { return fabric_stats(raw->counters()); });
+        return app;
+      });
+    } else if (name == "forwarding") {
       set->factories.push_back([fwd, weak](unsigned) -> std::unique_ptr<southbound::App> {
         auto app = std::make_unique<apps::Forwarding>(fwd);
         const apps::Forwarding* raw = app.get();
-        if (auto s = weak.lock()) {
-          s->add_reporter("forwarding", [raw] {
-            auto c = raw->counters();
-            return nlohmann::json{{"packet_ins", c.packet_ins},       {"floods", c.floods},
-                                  {"flows_installed", c.flows_installed}, {"learned", c.learned},
-                                  {"moves", c.moves},                 {"drops", c.drops},
-                                  {"parse_errors", c.parse_errors},   {"ignored", c.ignored},
-                                  {"mac_cap_exceeded", c.mac_cap_exceeded}, {"ports_down", c.ports_down},
-                                  {"flows_removed", c.flows_removed}};
-          });
-        }
+        if (auto s = weak.lock()) s->add_reporter("forwarding", [raw] { return learning_stats(raw->counters()); });
         return app;
       });
     } else {

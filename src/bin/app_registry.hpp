@@ -12,6 +12,9 @@
 
 #include "core/config.hpp"
 #include "core/expected.hpp"
+#include "core/metrics.hpp"
+#include "data/config.hpp"
+#include "data/due.hpp"
 #include "southbound/app.hpp"
 
 namespace sdn::bin {
@@ -19,15 +22,27 @@ namespace sdn::bin {
 class AppSet {
  public:
   std::vector<southbound::AppFactory> factories;
+  // Set by the caller before the first factory runs: apps open their DUE clients on these
+  // backends and register histograms in `metrics`.
+  std::shared_ptr<data::Backends> backends;
+  data::DueConfig due_config;
+  core::Metrics* metrics = nullptr;
+
   // Counters of every app instance created so far, summed per app name.
   nlohmann::json stats() const;
 
   // Called by factories as instances are created (on the controller's set-up thread).
   void add_reporter(std::string app, std::function<nlohmann::json()> report);
 
+  // One DUE client per app id, created on first use (every shard's instance shares it);
+  // null when no backends were set.
+  std::shared_ptr<data::Due> due_for(const std::string& app_id, unsigned roles, std::vector<data::Interest> interests,
+                                     std::vector<data::Capability> capabilities);
+
  private:
   mutable std::mutex mu_;
   std::vector<std::pair<std::string, std::function<nlohmann::json()>>> reporters_;
+  std::map<std::string, std::shared_ptr<data::Due>> dues_;
 };
 
 // Names the apps this binary knows.

@@ -185,6 +185,9 @@ int run(const RunOptions& opt) {
                coordinator ? "on" : "off");
 
   sdn::core::Metrics metrics;
+  (*apps)->backends = *backends;
+  (*apps)->due_config = data_cfg.due;
+  (*apps)->metrics = &metrics;
   sdn::core::ShardPool pool(sb.shards);
   sdn::southbound::Controller ctl(pool, sb, metrics, (*apps)->factories);
   pool.start();

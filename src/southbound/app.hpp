@@ -52,10 +52,32 @@ class SwitchContext {
   virtual void send_request(ofp::Body request, ReplyCallback on_reply) = 0;
 };
 
+// What an app instance reaches beyond the switch it is called for (Seastar-style: state owned
+// by one shard, reached from the others by posting a message). Thread-safe; every function it
+// runs runs on the named shard's thread.
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual unsigned shard_count() const = 0;
+  // Runs `fn` on shard `shard`'s thread, after what is already queued there.
+  virtual void post(unsigned shard, std::function<void()> fn) = 0;
+  // Runs `fn` with switch `dpid` on the thread of the shard that owns it: at once when called
+  // from that thread, else posted. False (fn dropped) when no switch of that dpid is up; a
+  // switch that goes away before a posted `fn` runs drops it too.
+  virtual bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) = 0;
+  // Runs `fn` on shard `shard` after `delay`, unless the runtime stops first.
+  virtual void call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) = 0;
+  virtual Clock::time_point now() const { return Clock::now(); }
+};
+
 class App {
  public:
   virtual ~App() = default;
   virtual std::string_view name() const = 0;
+  // Called once on the app's own shard before any other call (timers may be armed here).
+  virtual void on_start(Runtime& /*rt*/, unsigned /*shard*/) {}
+  // Called on the app's shard when the runtime stops, after its switches were closed.
+  virtual void on_stop() {}
   // Called after the handshake (features, port description, config, table-miss) completes.
   virtual void on_switch_up(SwitchContext& /*sw*/) {}
   virtual void on_switch_down(uint64_t /*dpid*/) {}

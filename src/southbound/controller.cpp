@@ -20,6 +20,54 @@ Controller::Controller(core::ShardPool& pool, SouthboundConfig cfg, core::Metric
     for (auto& make : apps) st->apps.push_back(make(static_cast<unsigned>(i)));
     shards_.push_back(std::move(st));
   }
+  // on_start runs on each shard's thread as soon as the pool starts, before any connection.
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    ShardState* st = shards_[i].get();
+    st->shard->post([this, st, i] {
+      for (auto& app : st->apps) app->on_start(*this, static_cast<unsigned>(i));
+    });
+  }
+}
+
+void Controller::post(unsigned shard, std::function<void()> fn) {
+  if (stopping_ || shard >= shards_.size()) return;
+  shards_[shard]->shard->post([this, fn = std::move(fn)] {
+    if (!stopping_) fn();
+  });
+}
+
+bool Controller::with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) {
+  std::weak_ptr<Connection> weak;
+  unsigned shard = 0;
+  {
+    std::lock_guard lock(reg_mu_);
+    auto it = registry_.find(dpid);
+    if (it == registry_.end()) return false;
+    weak = it->second.conn;
+    shard = it->second.summary.shard;
+  }
+  if (stopping_ || shard >= shards_.size()) return false;
+  core::Shard& target = *shards_[shard]->shard;
+  if (target.on_shard()) {
+    auto conn = weak.lock();
+    if (!conn || conn->state() != Connection::State::kUp) return false;
+    fn(*conn);
+    return true;
+  }
+  target.post([this, weak, fn = std::move(fn)] {
+    auto conn = weak.lock();
+    if (stopping_ || !conn || conn->state() != Connection::State::kUp) return;
+    fn(*conn);
+  });
+  return true;
+}
+
+void Controller::call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) {
+  if (stopping_ || shard >= shards_.size()) return;
+  auto timer = std::make_shared<asio::steady_timer>(shards_[shard]->shard->context(), delay);
+  timer->async_wait([this, timer, fn = std::move(fn)](const std::error_code& ec) {
+    if (!ec && !stopping_) fn();
+  });
 }
 
 Controller::~Controller() { stop(); }
@@ -86,6 +134,7 @@ void Controller::stop() {
       }
       auto conns = st->connections;  // close() erases from the set
       for (auto& c : conns) c->close("controller shutting down");
+      for (auto& app : st->apps) app->on_stop();
       p->set_value();
     });
   }

@@ -39,7 +39,7 @@ struct SwitchSummary {
   size_t ports = 0;
 };
 
-class Controller {
+class Controller final : public Runtime {
  public:
   Controller(core::ShardPool& pool, SouthboundConfig cfg, core::Metrics& metrics,
              std::vector<AppFactory> apps);
@@ -61,6 +61,12 @@ class Controller {
   core::Metrics& metrics() { return metrics_; }
   std::vector<SwitchSummary> switches() const;
   size_t switch_count() const;
+
+  // Runtime (what apps use to reach other shards and switches).
+  unsigned shard_count() const override { return static_cast<unsigned>(shards_.size()); }
+  void post(unsigned shard, std::function<void()> fn) override;
+  bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) override;
+  void call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) override;
 
   // Registry, called from shards. register_dpid closes an older connection of that dpid.
   void register_dpid(uint64_t dpid, const std::shared_ptr<Connection>& conn, unsigned shard, std::string peer, size_t ports);

@@ -9,6 +9,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "apps/forwarding/flows.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 
@@ -17,26 +18,41 @@ namespace sdn::apps {
 using ofp::OxmField;
 using southbound::SwitchContext;
 
-namespace {
+using flows::packet_out;
+using flows::valid_in_port;
 
-uint16_t seconds16(std::chrono::seconds s) {
-  return static_cast<uint16_t>(std::clamp<int64_t>(s.count(), 0, 0xffff));
+namespace flows {
+
+ofp::FlowMod exact_flow(const ForwardingConfig& cfg, const pkt::Parsed& p, uint32_t in_port, uint32_t out_port,
+                        uint32_t buffer_id) {
+  const pkt::Ethernet& eth = p.eth;
+  ofp::FlowMod fm;
+  fm.cookie = cfg.cookie;
+  fm.table_id = cfg.table_id;
+  fm.command = ofp::FlowModCommand::kAdd;
+  fm.idle_timeout = seconds16(cfg.idle_timeout);
+  fm.hard_timeout = seconds16(cfg.hard_timeout);
+  fm.priority = cfg.priority;
+  fm.flags = ofp::kFlowFlagSendFlowRem;
+  // With a buffered packet the switch runs it through the new flow (7.3.4.1): no PacketOut.
+  fm.buffer_id = buffer_id;
+  fm.match.set(OxmField::kInPort, in_port);
+  if (const pkt::VlanTag* v = eth.outer_vlan()) fm.match.set(OxmField::kVlanVid, v->vid | ofp::kOfpVidPresent);
+  const bool typed = eth.is_ethernet_ii() && eth.vlan_count < 2;
+  if (typed) fm.match.set(OxmField::kEthType, eth.ethertype);
+  fm.match.set(OxmField::kEthSrc, eth.src.value);
+  fm.match.set(OxmField::kEthDst, eth.dst.value);
+  if (typed && p.ipv4) {
+    fm.match.set(OxmField::kIpv4Src, p.ipv4->src.value);
+    fm.match.set(OxmField::kIpv4Dst, p.ipv4->dst.value);
+  }
+  ofp::InstrApplyActions apply;
+  apply.actions.push_back(ofp::ActionOutput{out_port});
+  fm.instructions.push_back(std::move(apply));
+  return fm;
 }
 
-// Port numbers a PacketIn may legitimately arrive on (7.2.1): physical/logical ports and
-// LOCAL. Anything else (0, reserved numbers) is a switch bug we do not act on.
-bool valid_in_port(uint32_t p) { return (p != 0 && p <= ofp::port::kMax) || p == ofp::port::kLocal; }
-
-// The frame's data goes into a PacketOut only when the switch did not buffer it (7.3.7).
-ofp::PacketOut packet_out(const ofp::PacketIn& pin, uint32_t in_port) {
-  ofp::PacketOut po;
-  po.buffer_id = pin.buffer_id;
-  po.in_port = in_port;
-  if (pin.buffer_id == ofp::kNoBuffer) po.data = pin.data;
-  return po;
-}
-
-}  // namespace
+}  // namespace flows
 
 ForwardingConfig read_forwarding_config(core::Config& cfg, std::string_view s) {
   ForwardingConfig c;
@@ -55,6 +71,14 @@ ForwardingConfig read_forwarding_config(core::Config& cfg, std::string_view s) {
       static_cast<size_t>(cfg.get_int(s, "max_macs_per_switch", static_cast<int64_t>(c.max_macs_per_switch), 1,
                                       10'000'000));
   c.clear_flows_on_connect = cfg.get_bool(s, "clear_flows_on_connect", c.clear_flows_on_connect);
+  const std::string mode = cfg.get_string(s, "mode", "fabric");
+  if (mode == "fabric") {
+    c.mode = ForwardingMode::kFabric;
+  } else if (mode == "learning") {
+    c.mode = ForwardingMode::kLearning;
+  } else {
+    cfg.add_problem(std::string(s) + ".mode: '" + mode + "' is not fabric or learning");
+  }
   return c;
 }
 
@@ -93,15 +117,7 @@ size_t Forwarding::mac_count(uint64_t dpid) const {
   return s == switches_.end() ? 0 : s->second.macs.size();
 }
 
-// A non-strict DELETE limited to our table and cookie range; callers add match/out_port.
-ofp::FlowMod Forwarding::delete_mod() const {
-  ofp::FlowMod fm;
-  fm.command = ofp::FlowModCommand::kDelete;
-  fm.table_id = cfg_.table_id;
-  fm.cookie = cfg_.cookie;
-  fm.cookie_mask = kForwardingCookieMask;
-  return fm;
-}
+ofp::FlowMod Forwarding::delete_mod() const { return flows::delete_mod(cfg_); }
 
 void Forwarding::on_switch_up(SwitchContext& sw) {
   switches_[sw.dpid()].macs.clear();
@@ -198,43 +214,13 @@ void Forwarding::flood(SwitchContext& sw, const ofp::PacketIn& pin, uint32_t in_
   sw.send(std::move(po));
 }
 
-// Frees a buffered packet (a PacketOut with no actions drops it); nothing to do otherwise.
 void Forwarding::drop(SwitchContext& sw, const ofp::PacketIn& pin, uint32_t in_port) {
-  if (pin.buffer_id == ofp::kNoBuffer) return;
-  ofp::PacketOut po;
-  po.buffer_id = pin.buffer_id;
-  po.in_port = in_port;
-  sw.send(std::move(po));
+  flows::release_buffer(sw, pin, in_port);
 }
 
 void Forwarding::install(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, uint32_t in_port,
                          uint32_t out_port) {
-  const pkt::Ethernet& eth = p.eth;
-  ofp::FlowMod fm;
-  fm.cookie = cfg_.cookie;
-  fm.table_id = cfg_.table_id;
-  fm.command = ofp::FlowModCommand::kAdd;
-  fm.idle_timeout = seconds16(cfg_.idle_timeout);
-  fm.hard_timeout = seconds16(cfg_.hard_timeout);
-  fm.priority = cfg_.priority;
-  fm.flags = ofp::kFlowFlagSendFlowRem;
-  // With a buffered packet the switch runs it through the new flow (7.3.4.1): no PacketOut.
-  fm.buffer_id = pin.buffer_id;
-
-  fm.match.set(OxmField::kInPort, in_port);
-  if (const pkt::VlanTag* v = eth.outer_vlan()) fm.match.set(OxmField::kVlanVid, v->vid | ofp::kOfpVidPresent);
-  // With two tags, OXM eth_type would be the inner TPID on most switches: match on L2 only.
-  const bool typed = eth.is_ethernet_ii() && eth.vlan_count < 2;
-  if (typed) fm.match.set(OxmField::kEthType, eth.ethertype);
-  fm.match.set(OxmField::kEthSrc, eth.src.value);
-  fm.match.set(OxmField::kEthDst, eth.dst.value);
-  if (typed && p.ipv4) {
-    fm.match.set(OxmField::kIpv4Src, p.ipv4->src.value);
-    fm.match.set(OxmField::kIpv4Dst, p.ipv4->dst.value);
-  }
-  ofp::InstrApplyActions apply;
-  apply.actions.push_back(ofp::ActionOutput{out_port});
-  fm.instructions.push_back(std::move(apply));
+  ofp::FlowMod fm = flows::exact_flow(cfg_, p, in_port, out_port, pin.buffer_id);
   sw.send(std::move(fm));
   flows_installed_.inc();
 

@@ -28,7 +28,12 @@ namespace sdn::apps {
 inline constexpr uint64_t kForwardingCookie = 0x0100'0000'0000'0000ULL;
 inline constexpr uint64_t kForwardingCookieMask = 0xff00'0000'0000'0000ULL;
 
+// kFabric: paths across the discovered topology (needs the topology app; fabric.hpp);
+// kLearning: per-switch MAC learning, for loop-free topologies without the topology app.
+enum class ForwardingMode : uint8_t { kFabric, kLearning };
+
 struct ForwardingConfig {
+  ForwardingMode mode = ForwardingMode::kFabric;
   std::chrono::seconds idle_timeout{30};
   std::chrono::seconds hard_timeout{0};   // 0 = none
   uint16_t priority = 10;
@@ -39,7 +44,7 @@ struct ForwardingConfig {
   bool clear_flows_on_connect = true;     // delete our cookie range when a switch (re)connects
 };
 
-// Reads section [forwarding]: idle_timeout, hard_timeout (seconds, 0..65535), priority
+// Reads section [forwarding]: mode ("fabric" or "learning"), idle_timeout, hard_timeout (seconds, 0..65535), priority
 // (0..65535), cookie (top byte must be 0x01), table (0..254), flood_unknown,
 // max_macs_per_switch (1..10,000,000), clear_flows_on_connect. Bad values are reported
 // through cfg.finish() like every other layer's.

@@ -1,0 +1,246 @@
+// Fabric forwarding: per PacketIn, parse; flood over the spanning tree, or install the whole
+// shortest path to the destination host and deliver the packet at its last hop.
+#include "apps/forwarding/fabric.hpp"
+
+#include <utility>
+
+#include "apps/forwarding/flows.hpp"
+#include "core/log.hpp"
+
+namespace sdn::apps {
+
+using southbound::SwitchContext;
+using topology::Hop;
+using topology::PortRef;
+using topology::PortRole;
+
+FabricForwarding::FabricForwarding(ForwardingConfig cfg, std::shared_ptr<data::Due> due, core::Metrics* metrics)
+    : cfg_(cfg), due_(std::move(due)), path_setup_(metrics ? &metrics->histogram("forwarding.path_setup") : nullptr) {}
+
+void FabricForwarding::on_start(southbound::Runtime& rt, unsigned shard) {
+  rt_ = &rt;
+  shard_ = shard;
+  if (!due_) return;
+  // Records arrive on the publisher's thread; the view is only touched on this shard's.
+  auto* runtime = rt_;
+  auto sub = due_->observe(
+      topology::kTopologyPattern,
+      [this](const data::RecordPtr& r) {
+        if (!r->value.is_json()) {
+          topology_errors_.inc();
+          return;
+        }
+        apply_topology(r->key, r->value.json());
+      },
+      [runtime, shard](std::function<void()> fn) { runtime->post(shard, std::move(fn)); });
+  if (!sub) {
+    spdlog::error("forwarding: cannot subscribe to {}: {}", topology::kTopologyPattern, sub.error());
+    return;
+  }
+  sub_ = std::move(*sub);
+}
+
+void FabricForwarding::on_stop() { sub_.cancel(); }
+
+void FabricForwarding::apply_topology(std::string_view key, const nlohmann::json& value) {
+  auto rec = view_.apply(key, value);
+  if (!rec) {
+    topology_errors_.inc();
+    SDN_LOG_RATELIMITED(spdlog::level::warn, "forwarding: {}", rec.error());
+    return;
+  }
+  if (!*rec) return;
+  topology_records_.inc();
+  react(**rec);
+}
+
+// Flows that a topology change made wrong are deleted so the next packet asks again; one shard
+// (0) sends the deletes for the whole fabric, since every shard sees the same record.
+void FabricForwarding::react(const topology::TopologyRecord& rec) {
+  if (shard_ != 0 || rt_ == nullptr) return;
+  if (const auto* l = std::get_if<topology::LinkRecord>(&rec); l && !l->up) {
+    for (PortRef end : {l->link.a, l->link.b}) {
+      ofp::FlowMod out = flows::delete_mod(cfg_);
+      out.out_port = end.port;
+      ofp::FlowMod in = flows::delete_mod(cfg_);
+      in.match.set(ofp::OxmField::kInPort, end.port);
+      rt_->with_switch(end.dpid, [out, in](SwitchContext& sw) {
+        sw.send(out);
+        sw.send(in);
+      });
+      reroutes_.inc();
+    }
+    return;
+  }
+  if (const auto* h = std::get_if<topology::HostRecord>(&rec); h && h->state == "moved") {
+    ofp::FlowMod to = flows::delete_mod(cfg_);
+    to.match.set(ofp::OxmField::kEthDst, h->mac);
+    ofp::FlowMod from = flows::delete_mod(cfg_);
+    from.match.set(ofp::OxmField::kEthSrc, h->mac);
+    delete_everywhere(to);
+    delete_everywhere(from);
+    reroutes_.inc();
+  }
+}
+
+void FabricForwarding::delete_everywhere(const ofp::FlowMod& fm) {
+  for (uint64_t dpid : view_.switches()) rt_->with_switch(dpid, [fm](SwitchContext& sw) { sw.send(fm); });
+}
+
+void FabricForwarding::on_switch_up(SwitchContext& sw) {
+  if (cfg_.clear_flows_on_connect) sw.send(flows::delete_mod(cfg_));
+}
+
+FabricCounters FabricForwarding::counters() const {
+  FabricCounters c;
+  c.packet_ins = packet_ins_.get();
+  c.floods = floods_.get();
+  c.flood_dead_ends = flood_dead_ends_.get();
+  c.paths_installed = paths_ok_shared_.load(std::memory_order_relaxed);
+  c.paths_failed = paths_failed_shared_.load(std::memory_order_relaxed);
+  c.flows_installed = flows_installed_.get();
+  c.drops = drops_.get();
+  c.no_path = no_path_.get();
+  c.not_ready = not_ready_.get();
+  c.parse_errors = parse_errors_.get();
+  c.ignored = ignored_.get();
+  c.reroutes = reroutes_.get();
+  c.flows_removed = flows_removed_.get();
+  c.topology_records = topology_records_.get();
+  c.topology_errors = topology_errors_.get();
+  return c;
+}
+
+void FabricForwarding::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) {
+  packet_ins_.inc();
+  const uint32_t in_port = pin.in_port();
+  if (!flows::valid_in_port(in_port)) {
+    drops_.inc();
+    return;
+  }
+  const pkt::ParseOptions opt{pin.data.size() < pin.total_len};
+  auto parsed = pkt::parse(pin.data, opt);
+  if (!parsed) {
+    parse_errors_.inc();
+    SDN_LOG_RATELIMITED(spdlog::level::debug, "forwarding: dpid {:016x} port {}: unparsable frame: {}", sw.dpid(),
+                        in_port, pkt::to_string(parsed.error()));
+    flows::release_buffer(sw, pin, in_port);
+    return;
+  }
+  const pkt::Ethernet& eth = parsed->eth;
+  if (eth.dst.is_link_local() || eth.ethertype == pkt::ethertype::kLldp) {
+    ignored_.inc();
+    flows::release_buffer(sw, pin, in_port);
+    return;
+  }
+  if (eth.src.is_multicast() || eth.src.is_zero()) {
+    drops_.inc();
+    flows::release_buffer(sw, pin, in_port);
+    return;
+  }
+  const PortRef at{sw.dpid(), in_port};
+  const auto role = view_.role(at);
+  if (role != PortRole::kEdge && role != PortRole::kLink) {
+    not_ready_.inc();  // not settled: flooding from here could loop before discovery ends
+    flows::release_buffer(sw, pin, in_port);
+    return;
+  }
+  if (eth.dst.is_multicast()) {
+    flood(sw, pin, in_port);
+    return;
+  }
+  const topology::HostLocation* dst = view_.host(eth.dst.value);
+  if (dst == nullptr) {
+    if (cfg_.flood_unknown) {
+      flood(sw, pin, in_port);
+    } else {
+      drops_.inc();
+      flows::release_buffer(sw, pin, in_port);
+    }
+    return;
+  }
+  if (dst->at == at) {  // a flow back out of the in_port would reflect the frame
+    drops_.inc();
+    flows::release_buffer(sw, pin, in_port);
+    return;
+  }
+  auto hops = view_.paths().path(at, dst->at);
+  if (!hops || hops->empty()) {
+    no_path_.inc();
+    flows::release_buffer(sw, pin, in_port);
+    return;
+  }
+  provision(sw, pin, *parsed, *hops, now);
+}
+
+void FabricForwarding::flood(SwitchContext& sw, const ofp::PacketIn& pin, uint32_t in_port) {
+  const auto ports = view_.flood_ports(sw.dpid(), in_port);
+  if (ports.empty()) {
+    flood_dead_ends_.inc();
+    flows::release_buffer(sw, pin, in_port);
+    return;
+  }
+  floods_.inc();
+  ofp::PacketOut po = flows::packet_out(pin, in_port);
+  for (uint32_t p : ports) po.actions.push_back(ofp::ActionOutput{p});
+  sw.send(std::move(po));
+}
+
+// One batch (FlowMod + barrier) per hop, each on its switch's own shard; the packet rides in the
+// last hop's batch, out of the destination's port, so it never races the flows ahead of it. A
+// buffered packet is released by the first hop's FlowMod instead (7.3.4.1).
+void FabricForwarding::provision(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p,
+                                 const std::vector<Hop>& hops, Clock::time_point now) {
+  auto job = std::make_shared<PathJob>();
+  job->remaining = hops.size();
+  job->started = now;
+  const bool buffered = pin.buffer_id != ofp::kNoBuffer;
+  auto frame = buffered ? nullptr : std::make_shared<const std::vector<uint8_t>>(pin.data.begin(), pin.data.end());
+  for (size_t i = 0; i < hops.size(); ++i) {
+    const Hop& hop = hops[i];
+    const bool first = i == 0, last = i + 1 == hops.size();
+    ofp::FlowMod fm = flows::exact_flow(cfg_, p, hop.in_port, hop.out_port, first ? pin.buffer_id : ofp::kNoBuffer);
+    flows_installed_.inc();
+    // The last hop's PacketOut comes from the controller unless it is also the first switch.
+    const uint32_t po_in_port = first ? hop.in_port : ofp::port::kController;
+    auto send = [this, job, fm = std::move(fm), frame = last ? frame : nullptr, po_in_port,
+                 out = hop.out_port](SwitchContext& s) mutable {
+      std::vector<ofp::Body> batch;
+      batch.emplace_back(std::move(fm));
+      if (frame) {
+        ofp::PacketOut po;
+        po.in_port = po_in_port;
+        po.data = *frame;
+        po.actions.push_back(ofp::ActionOutput{out});
+        batch.emplace_back(std::move(po));  // encoded by send_batch before `frame` can go
+      }
+      s.send_batch(std::move(batch), southbound::Lane::kHigh,
+                   [this, job](const southbound::BatchResult& r) { hop_done(job, r.ok); });
+    };
+    if (hop.dpid == sw.dpid()) {
+      send(sw);
+    } else if (rt_ == nullptr || !rt_->with_switch(hop.dpid, std::move(send))) {
+      hop_done(job, false);  // that switch is gone
+    }
+  }
+}
+
+void FabricForwarding::hop_done(const std::shared_ptr<PathJob>& job, bool ok) {
+  if (!ok) job->failed.store(true, std::memory_order_relaxed);
+  if (job->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (job->failed.load(std::memory_order_relaxed)) {
+    paths_failed_shared_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  paths_ok_shared_.fetch_add(1, std::memory_order_relaxed);
+  if (path_setup_) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - job->started).count();
+    path_setup_->record(static_cast<uint64_t>(ns > 0 ? ns : 0));
+  }
+}
+
+void FabricForwarding::on_flow_removed(SwitchContext& /*sw*/, const ofp::FlowRemoved& fr) {
+  if ((fr.cookie & kForwardingCookieMask) == (cfg_.cookie & kForwardingCookieMask)) flows_removed_.inc();
+}
+
+}  // namespace sdn::apps

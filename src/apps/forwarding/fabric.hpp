@@ -1,0 +1,96 @@
+// Reactive forwarding across a multi-switch fabric (RFC 8456 reactive path provisioning): on the
+// first packet of a flow the whole path is installed, one exact-match flow per switch, and the
+// packet itself is delivered at the last hop. Broadcast and unknown destinations are flooded over
+// the topology's spanning tree, so fabrics with loops (dual-homed edges) never storm.
+//
+// Topology comes from the topology app through Data Updates (network/topology/**), never by a
+// direct call: each shard's instance keeps its own TopologyView, fed on its own thread. Flows on
+// switches owned by other shards are sent there through southbound::Runtime::with_switch.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "apps/forwarding/forwarding.hpp"
+#include "apps/topology/view.hpp"
+#include "core/metrics.hpp"
+#include "data/due.hpp"
+#include "southbound/app.hpp"
+
+namespace sdn::apps {
+
+struct FabricCounters {
+  uint64_t packet_ins = 0;
+  uint64_t floods = 0;            // PacketOuts over the spanning tree (broadcast, multicast, unknown)
+  uint64_t flood_dead_ends = 0;   // flood copies that arrived off the tree and were dropped
+  uint64_t paths_installed = 0;   // paths whose every switch confirmed its flow (barrier)
+  uint64_t paths_failed = 0;      // a switch refused the flow or went away
+  uint64_t flows_installed = 0;   // flow entries sent (one per hop)
+  uint64_t drops = 0;             // destination behind the in_port, bad source, unknown with flooding off
+  uint64_t no_path = 0;           // destination known but unreachable
+  uint64_t not_ready = 0;         // PacketIn on a port topology has not settled (pending/unknown)
+  uint64_t parse_errors = 0;
+  uint64_t ignored = 0;           // LLDP and 802.1D link-local frames (topology's)
+  uint64_t reroutes = 0;          // flow deletes sent because a link went down or a host moved
+  uint64_t flows_removed = 0;
+  uint64_t topology_records = 0;  // topology records applied to this instance's view
+  uint64_t topology_errors = 0;   // records that did not decode
+};
+
+class FabricForwarding final : public southbound::App {
+ public:
+  using Clock = southbound::Clock;
+
+  // `due` (a consumer of network/topology/**) is shared by the instances of every shard;
+  // `metrics` gets the histogram "forwarding.path_setup" (PacketIn read -> every hop's barrier
+  // confirmed) when not null.
+  FabricForwarding(ForwardingConfig cfg, std::shared_ptr<data::Due> due, core::Metrics* metrics);
+
+  std::string_view name() const override { return "forwarding"; }
+  void on_start(southbound::Runtime& rt, unsigned shard) override;
+  void on_stop() override;
+  void on_switch_up(southbound::SwitchContext& sw) override;
+  void on_packet_in(southbound::SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) override;
+  void on_flow_removed(southbound::SwitchContext& sw, const ofp::FlowRemoved& fr) override;
+
+  FabricCounters counters() const;
+  const topology::TopologyView& view() const { return view_; }
+  const ForwardingConfig& config() const { return cfg_; }
+  // Feeds the view directly (what the subscription does); for tests.
+  void apply_topology(std::string_view key, const nlohmann::json& value);
+
+ private:
+  struct Stat {
+    std::atomic<uint64_t> v{0};
+    void inc(uint64_t n = 1) { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+    uint64_t get() const { return v.load(std::memory_order_relaxed); }
+  };
+  // Completion of one path across shards (callbacks run on each hop's shard).
+  struct PathJob {
+    std::atomic<size_t> remaining{0};
+    std::atomic<bool> failed{false};
+    Clock::time_point started{};
+  };
+
+  void flood(southbound::SwitchContext& sw, const ofp::PacketIn& pin, uint32_t in_port);
+  void provision(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p,
+                 const std::vector<topology::Hop>& hops, Clock::time_point now);
+  void hop_done(const std::shared_ptr<PathJob>& job, bool ok);
+  void react(const topology::TopologyRecord& rec);
+  void delete_everywhere(const ofp::FlowMod& fm);
+
+  ForwardingConfig cfg_;
+  std::shared_ptr<data::Due> due_;
+  core::Histogram* path_setup_ = nullptr;
+  southbound::Runtime* rt_ = nullptr;
+  unsigned shard_ = 0;
+  topology::TopologyView view_;
+  data::Due::Subscription sub_;
+  Stat packet_ins_, floods_, flood_dead_ends_, flows_installed_, drops_, no_path_, not_ready_, parse_errors_, ignored_, reroutes_, flows_removed_, topology_records_, topology_errors_;
+  // Counters bumped from other shards' threads (batch confirmations).
+  std::atomic<uint64_t> paths_ok_shared_{0}, paths_failed_shared_{0};
+};
+
+}  // namespace sdn::apps

@@ -1,0 +1,310 @@
+// Topology state machine: switches, port roles, LLDP links, hosts.
+#include "apps/topology/topology_core.hpp"
+
+#include <algorithm>
+
+#include "pkt/addr.hpp"
+
+namespace sdn::apps::topology {
+
+namespace {
+
+// Physical and logical ports only: LOCAL and the reserved numbers carry no links or hosts.
+bool fabric_port(uint32_t p) { return p != 0 && p <= ofp::port::kMax; }
+
+double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+}  // namespace
+
+TopologyCore::TopologyCore(TopologyConfig cfg) : cfg_(cfg) {}
+
+bool TopologyCore::port_is_up(const ofp::Port& p) {
+  return (p.state & ofp::kPortStateLinkDown) == 0 && (p.config & ofp::kPortConfigPortDown) == 0;
+}
+
+TopologyCore::PortState* TopologyCore::port(PortRef p) {
+  auto s = switches_.find(p.dpid);
+  if (s == switches_.end()) return nullptr;
+  auto it = s->second.ports.find(p.port);
+  return it == s->second.ports.end() ? nullptr : &it->second;
+}
+
+void TopologyCore::changed_switch(uint64_t dpid) {
+  ++fig_.version;
+  if (std::find(changes_.switches.begin(), changes_.switches.end(), dpid) == changes_.switches.end())
+    changes_.switches.push_back(dpid);
+}
+
+void TopologyCore::set_role(PortRef p, PortState& ps, PortRole role, Clock::time_point now) {
+  if (ps.role == role) return;
+  if (ps.role == PortRole::kPending) --pending_;
+  if (role == PortRole::kPending) {
+    ++pending_;
+    ps.since = now;
+  }
+  // An edge port that turns into anything else no longer has hosts behind it.
+  const bool was_edge = ps.role == PortRole::kEdge;
+  ps.role = role;
+  if (was_edge) remove_hosts_where(p, false, role == PortRole::kLink ? "link_port" : "port_down");
+  changed_switch(p.dpid);
+}
+
+void TopologyCore::queue_probes(uint64_t dpid, SwitchState& s) {
+  for (const auto& [no, ps] : s.ports)
+    if (ps.role != PortRole::kDown) probes_.push_back(PortRef{dpid, no});
+}
+
+void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now) {
+  if (switches_.contains(dpid)) switch_down(dpid, now);  // a reconnect starts from scratch
+  if (switches_.empty()) {
+    first_up_ = now;
+    last_link_added_.reset();
+  }
+  SwitchState& s = switches_[dpid];
+  for (const ofp::Port& p : ports) {
+    if (!fabric_port(p.port_no)) continue;
+    PortState& ps = s.ports[p.port_no];
+    ps.hw_addr = p.hw_addr;
+    ps.role = port_is_up(p) ? PortRole::kPending : PortRole::kDown;
+    ps.since = now;
+    if (ps.role == PortRole::kPending) ++pending_;
+  }
+  // Probe at once: a peer that is already up reports the link within one round trip.
+  queue_probes(dpid, s);
+  s.next_probe = now + cfg_.lldp_interval;
+  changed_switch(dpid);
+}
+
+void TopologyCore::switch_down(uint64_t dpid, Clock::time_point now) {
+  auto s = switches_.find(dpid);
+  if (s == switches_.end()) return;
+  for (auto it = links_.begin(); it != links_.end();) {
+    const Link l = it->first;
+    ++it;
+    if (l.a.dpid == dpid || l.b.dpid == dpid) remove_link(l, "switch_down", now);
+  }
+  remove_hosts_where(PortRef{dpid, 0}, true, "switch_down");
+  for (const auto& [_, ps] : s->second.ports)
+    if (ps.role == PortRole::kPending) --pending_;
+  switches_.erase(s);
+  changed_switch(dpid);
+}
+
+void TopologyCore::port_status(uint64_t dpid, const ofp::Port& desc, bool deleted, Clock::time_point now) {
+  auto s = switches_.find(dpid);
+  if (s == switches_.end() || !fabric_port(desc.port_no)) return;
+  const PortRef ref{dpid, desc.port_no};
+  const bool up = !deleted && port_is_up(desc);
+  auto it = s->second.ports.find(desc.port_no);
+  if (it == s->second.ports.end()) {
+    if (deleted) return;
+    it = s->second.ports.emplace(desc.port_no, PortState{PortRole::kDown, now, desc.hw_addr}).first;
+    changed_switch(dpid);
+  }
+  PortState& ps = it->second;
+  ps.hw_addr = desc.hw_addr;
+  if (!up) {
+    remove_links_on(ref, "port_status", now);
+    set_role(ref, ps, PortRole::kDown, now);
+    if (deleted) {
+      s->second.ports.erase(it);
+      changed_switch(dpid);
+    }
+    return;
+  }
+  if (ps.role == PortRole::kDown) {
+    set_role(ref, ps, PortRole::kPending, now);
+    probes_.push_back(ref);
+  }
+}
+
+void TopologyCore::lldp_received(PortRef from, PortRef at, Clock::time_point now) {
+  PortState* src = port(from);
+  PortState* dst = port(at);
+  if (src == nullptr || dst == nullptr || from == at) {
+    ++fig_.lldp_foreign;
+    return;
+  }
+  ++fig_.lldp_received;
+  if (src->role == PortRole::kDown || dst->role == PortRole::kDown) return;  // a late probe
+  const Link l = make_link(from, at);
+  if (auto it = links_.find(l); it != links_.end()) {
+    it->second.last_seen = now;
+    return;
+  }
+  // A port carries one link: a probe showing another peer replaces what we had (recabling).
+  remove_links_on(from, "replaced", now);
+  remove_links_on(at, "replaced", now);
+  links_[l] = LinkState{now};
+  set_role(from, *port(from), PortRole::kLink, now);
+  set_role(at, *port(at), PortRole::kLink, now);
+  changes_.links.push_back(LinkRecord{l, true, "lldp", 0});
+  ++fig_.links_added;
+  ++fig_.version;
+  last_link_added_ = now;
+}
+
+void TopologyCore::remove_link(const Link& l, std::string reason, Clock::time_point now) {
+  auto it = links_.find(l);
+  if (it == links_.end()) return;
+  const double detect = ms(now - it->second.last_seen);
+  links_.erase(it);
+  ++fig_.links_removed;
+  ++fig_.version;
+  if (reason == "lldp_timeout") ++fig_.link_timeouts;
+  changes_.links.push_back(LinkRecord{l, false, std::move(reason), detect});
+  // Both ends settle again before they flood or learn hosts (a port that went down is then set
+  // to kDown by the caller).
+  for (PortRef end : {l.a, l.b}) {
+    PortState* ps = port(end);
+    if (ps != nullptr && ps->role == PortRole::kLink) set_role(end, *ps, PortRole::kPending, now);
+  }
+}
+
+void TopologyCore::remove_links_on(PortRef p, const std::string& reason, Clock::time_point now) {
+  std::vector<Link> doomed;
+  for (const auto& [l, _] : links_)
+    if (l.a == p || l.b == p) doomed.push_back(l);
+  for (const Link& l : doomed) remove_link(l, reason, now);
+}
+
+void TopologyCore::remove_hosts_where(PortRef p, bool whole_switch, const std::string& reason) {
+  std::vector<uint64_t> gone;
+  for (const auto& [mac, h] : hosts_)
+    if (h.at.dpid == p.dpid && (whole_switch || h.at.port == p.port)) gone.push_back(mac);
+  std::sort(gone.begin(), gone.end());
+  for (uint64_t mac : gone) {
+    const HostEntry h = hosts_[mac];
+    hosts_.erase(mac);
+    ++fig_.hosts_removed;
+    ++fig_.version;
+    changes_.hosts.push_back(HostRecord{mac, h.ipv4, h.at, "gone", std::nullopt, reason});
+  }
+}
+
+void TopologyCore::host_seen(uint64_t mac, uint32_t ipv4, PortRef at, Clock::time_point now) {
+  const pkt::Mac m{mac};
+  if (m.is_multicast() || m.is_zero()) return;
+  PortState* ps = port(at);
+  if (ps == nullptr || ps->role != PortRole::kEdge) {
+    ++fig_.hosts_ignored;
+    return;
+  }
+  auto it = hosts_.find(mac);
+  if (it == hosts_.end()) {
+    if (hosts_.size() >= cfg_.max_hosts) {
+      ++fig_.host_cap_exceeded;
+      return;
+    }
+    hosts_.emplace(mac, HostEntry{mac, ipv4, at, now, now});
+    ++fig_.hosts_added;
+    ++fig_.version;
+    changes_.hosts.push_back(HostRecord{mac, ipv4, at, "up", std::nullopt, ""});
+    return;
+  }
+  HostEntry& h = it->second;
+  h.last_seen = now;
+  if (h.at != at) {
+    const PortRef old = h.at;
+    h.at = at;
+    if (ipv4 != 0) h.ipv4 = ipv4;
+    ++fig_.host_moves;
+    ++fig_.version;
+    changes_.hosts.push_back(HostRecord{mac, h.ipv4, at, "moved", old, ""});
+  } else if (ipv4 != 0 && ipv4 != h.ipv4) {
+    h.ipv4 = ipv4;
+    ++fig_.version;
+    changes_.hosts.push_back(HostRecord{mac, ipv4, at, "up", std::nullopt, ""});
+  }
+}
+
+void TopologyCore::tick(Clock::time_point now) {
+  for (auto& [dpid, s] : switches_) {
+    if (now < s.next_probe) continue;
+    queue_probes(dpid, s);
+    s.next_probe = now + cfg_.lldp_interval;
+  }
+  std::vector<Link> expired;
+  for (const auto& [l, st] : links_)
+    if (now - st.last_seen > cfg_.link_timeout) expired.push_back(l);
+  for (const Link& l : expired) remove_link(l, "lldp_timeout", now);
+  if (pending_ == 0) return;
+  for (auto& [dpid, s] : switches_)
+    for (auto& [no, ps] : s.ports)
+      if (ps.role == PortRole::kPending && now - ps.since >= cfg_.port_settle)
+        set_role(PortRef{dpid, no}, ps, PortRole::kEdge, now);
+}
+
+Changes TopologyCore::take_changes() { return std::exchange(changes_, Changes{}); }
+
+std::vector<PortRef> TopologyCore::take_probes() {
+  fig_.lldp_sent += probes_.size();
+  return std::exchange(probes_, {});
+}
+
+std::optional<PortRole> TopologyCore::role(PortRef p) const {
+  auto s = switches_.find(p.dpid);
+  if (s == switches_.end()) return std::nullopt;
+  auto it = s->second.ports.find(p.port);
+  if (it == s->second.ports.end()) return std::nullopt;
+  return it->second.role;
+}
+
+std::optional<uint64_t> TopologyCore::port_hw_addr(PortRef p) const {
+  auto s = switches_.find(p.dpid);
+  if (s == switches_.end()) return std::nullopt;
+  auto it = s->second.ports.find(p.port);
+  if (it == s->second.ports.end()) return std::nullopt;
+  return it->second.hw_addr;
+}
+
+std::vector<Link> TopologyCore::links() const {
+  std::vector<Link> out;
+  out.reserve(links_.size());
+  for (const auto& [l, _] : links_) out.push_back(l);
+  return out;
+}
+
+std::optional<HostEntry> TopologyCore::host(uint64_t mac) const {
+  auto it = hosts_.find(mac);
+  if (it == hosts_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<HostEntry> TopologyCore::hosts() const {
+  std::vector<HostEntry> out;
+  out.reserve(hosts_.size());
+  for (const auto& [_, h] : hosts_) out.push_back(h);
+  std::sort(out.begin(), out.end(), [](const HostEntry& a, const HostEntry& b) { return a.mac < b.mac; });
+  return out;
+}
+
+SwitchRecord TopologyCore::switch_record(uint64_t dpid) const {
+  SwitchRecord r;
+  r.dpid = dpid;
+  auto s = switches_.find(dpid);
+  if (s == switches_.end()) {
+    r.up = false;
+    return r;
+  }
+  for (const auto& [no, ps] : s->second.ports) r.ports.emplace_back(no, ps.role);
+  return r;
+}
+
+Figures TopologyCore::figures() const {
+  Figures f = fig_;
+  f.switches = switches_.size();
+  f.links = links_.size();
+  f.hosts = hosts_.size();
+  f.pending_ports = pending_;
+  f.edge_ports = f.link_ports = 0;
+  for (const auto& [_, s] : switches_)
+    for (const auto& [__, ps] : s.ports) {
+      f.edge_ports += ps.role == PortRole::kEdge;
+      f.link_ports += ps.role == PortRole::kLink;
+    }
+  if (first_up_ && last_link_added_) f.discovery = *last_link_added_ - *first_up_;
+  return f;
+}
+
+}  // namespace sdn::apps::topology

@@ -1,0 +1,129 @@
+// The topology app's logic as a pure state machine (Faucet style: (event, now) -> changes):
+// switches and their ports, links found by LLDP, hosts found by the first ARP/IPv4 frame on an
+// edge port. No I/O and no threads; the app (topology.hpp) feeds it on one shard and turns its
+// changes into Data Updates and its probes into PacketOuts. Tests drive it with a manual clock.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "apps/topology/paths.hpp"
+#include "apps/topology/wire.hpp"
+#include "ofp/types.hpp"
+
+namespace sdn::apps::topology {
+
+using Clock = std::chrono::steady_clock;
+
+struct TopologyConfig {
+  std::chrono::milliseconds lldp_interval{1000};  // probe every up port this often
+  std::chrono::milliseconds link_timeout{3500};   // a link not confirmed for this long is lost
+  // A port that comes up is kPending for this long (no flooding, no host learning on it) unless
+  // an LLDP probe shows it is a link: what keeps a not-yet-discovered loop from storming.
+  std::chrono::milliseconds port_settle{2000};
+  std::chrono::milliseconds tick{100};            // how often the app calls tick()
+  size_t max_hosts = 100000;                      // beyond: not tracked, counted
+};
+
+struct HostEntry {
+  uint64_t mac = 0;
+  uint32_t ipv4 = 0;
+  PortRef at;
+  Clock::time_point first_seen{};
+  Clock::time_point last_seen{};
+};
+
+// What one or more events changed, to publish (in order).
+struct Changes {
+  std::vector<uint64_t> switches;   // dpids whose state or port roles changed (republish whole)
+  std::vector<LinkRecord> links;
+  std::vector<HostRecord> hosts;
+  bool empty() const { return switches.empty() && links.empty() && hosts.empty(); }
+};
+
+struct Figures {
+  uint64_t switches = 0, links = 0, hosts = 0, pending_ports = 0, edge_ports = 0, link_ports = 0;
+  uint64_t lldp_sent = 0;          // probes handed out by take_probes()
+  uint64_t lldp_received = 0;      // probes from one of our switches
+  uint64_t lldp_foreign = 0;       // probes naming a switch or port we do not know
+  uint64_t links_added = 0, links_removed = 0, link_timeouts = 0;
+  uint64_t hosts_added = 0, host_moves = 0, hosts_removed = 0;
+  uint64_t hosts_ignored = 0;      // sightings on a pending or link port
+  uint64_t host_cap_exceeded = 0;
+  uint64_t version = 0;            // bumps on every change
+  // RFC 8456 5.1.1 network topology discovery time: first switch up -> last link discovered.
+  std::optional<Clock::duration> discovery;
+};
+
+class TopologyCore {
+ public:
+  explicit TopologyCore(TopologyConfig cfg = {});
+
+  void switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now);
+  void switch_down(uint64_t dpid, Clock::time_point now);
+  // A PORT_STATUS: `deleted` for OFPPR_DELETE.
+  void port_status(uint64_t dpid, const ofp::Port& desc, bool deleted, Clock::time_point now);
+  // An LLDP probe sent from `from` arrived at `at`.
+  void lldp_received(PortRef from, PortRef at, Clock::time_point now);
+  // A unicast station address (with its IPv4 address, 0 if none) sent a frame into `at`.
+  void host_seen(uint64_t mac, uint32_t ipv4, PortRef at, Clock::time_point now);
+  // Periodic work: schedules probes, expires links, settles pending ports.
+  void tick(Clock::time_point now);
+
+  // What changed since the last call, and the ports to send an LLDP probe out of now.
+  Changes take_changes();
+  std::vector<PortRef> take_probes();
+
+  // ---- views ----
+  std::optional<PortRole> role(PortRef p) const;
+  std::optional<uint64_t> port_hw_addr(PortRef p) const;
+  std::vector<Link> links() const;
+  std::optional<HostEntry> host(uint64_t mac) const;
+  std::vector<HostEntry> hosts() const;
+  SwitchRecord switch_record(uint64_t dpid) const;   // state "down" when unknown
+  bool has_switch(uint64_t dpid) const { return switches_.contains(dpid); }
+  Figures figures() const;
+  const TopologyConfig& config() const { return cfg_; }
+
+ private:
+  struct PortState {
+    PortRole role = PortRole::kPending;
+    Clock::time_point since{};     // when it became pending
+    uint64_t hw_addr = 0;
+  };
+  struct SwitchState {
+    std::map<uint32_t, PortState> ports;
+    Clock::time_point next_probe{};
+  };
+  struct LinkState {
+    Clock::time_point last_seen{};
+  };
+
+  static bool port_is_up(const ofp::Port& p);
+  void set_role(PortRef p, PortState& ps, PortRole role, Clock::time_point now);
+  void remove_link(const Link& l, std::string reason, Clock::time_point now);
+  void remove_links_on(PortRef p, const std::string& reason, Clock::time_point now);
+  void remove_hosts_where(PortRef p, bool whole_switch, const std::string& reason);
+  void changed_switch(uint64_t dpid);
+  void queue_probes(uint64_t dpid, SwitchState& s);
+  PortState* port(PortRef p);
+
+  TopologyConfig cfg_;
+  std::map<uint64_t, SwitchState> switches_;
+  std::map<Link, LinkState> links_;
+  absl::flat_hash_map<uint64_t, HostEntry> hosts_;
+  size_t pending_ = 0;
+  Changes changes_;
+  std::vector<PortRef> probes_;
+  Figures fig_;
+  std::optional<Clock::time_point> first_up_;
+  std::optional<Clock::time_point> last_link_added_;
+};
+
+}  // namespace sdn::apps::topology

@@ -1,0 +1,86 @@
+// Topology replica fed from Data Updates.
+#include "apps/topology/view.hpp"
+
+#include <type_traits>
+
+namespace sdn::apps::topology {
+
+Expected<std::optional<TopologyRecord>, std::string> TopologyView::apply(std::string_view key,
+                                                                          const nlohmann::json& value) {
+  auto rec = decode(key, value);
+  if (rec && *rec) apply(**rec);
+  return rec;
+}
+
+void TopologyView::apply(const TopologyRecord& r) {
+  ++applied_;
+  std::visit(
+      [this](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, SwitchRecord>) {
+          if (!x.up) {
+            ports_.erase(x.dpid);
+            paths_.remove_switch(x.dpid);
+            absl::erase_if(hosts_, [&](const auto& kv) { return kv.second.at.dpid == x.dpid; });
+            return;
+          }
+          auto& ports = ports_[x.dpid];
+          ports.clear();
+          for (const auto& [p, role] : x.ports) ports[p] = role;
+          paths_.add_switch(x.dpid);
+          // A port that is no longer a link port has no link (a record may have been missed).
+          for (const auto& [p, role] : x.ports)
+            if (role != PortRole::kLink) paths_.remove_port(PortRef{x.dpid, p});
+        } else if constexpr (std::is_same_v<T, LinkRecord>) {
+          if (x.up) {
+            paths_.add_link(x.link);
+          } else {
+            paths_.remove_link(x.link);
+          }
+        } else {
+          if (x.state == "gone") {
+            if (auto it = hosts_.find(x.mac); it != hosts_.end() && it->second.at == x.at) hosts_.erase(it);
+          } else {
+            hosts_[x.mac] = HostLocation{x.at, x.ipv4};
+          }
+        }
+      },
+      r);
+}
+
+std::optional<PortRole> TopologyView::role(PortRef p) const {
+  auto s = ports_.find(p.dpid);
+  if (s == ports_.end()) return std::nullopt;
+  auto it = s->second.find(p.port);
+  if (it == s->second.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<uint32_t> TopologyView::flood_ports(uint64_t dpid, uint32_t in_port) const {
+  std::vector<uint32_t> out;
+  auto s = ports_.find(dpid);
+  if (s == ports_.end()) return out;
+  auto in = s->second.find(in_port);
+  if (in == s->second.end()) return out;
+  const PortRef in_ref{dpid, in_port};
+  if (in->second == PortRole::kLink ? !paths_.is_tree_port(in_ref) : in->second != PortRole::kEdge) return out;
+  for (const auto& [p, role] : s->second) {
+    if (p == in_port) continue;
+    if (role == PortRole::kEdge || (role == PortRole::kLink && paths_.is_tree_port(PortRef{dpid, p}))) out.push_back(p);
+  }
+  return out;
+}
+
+const HostLocation* TopologyView::host(uint64_t mac) const {
+  auto it = hosts_.find(mac);
+  return it == hosts_.end() ? nullptr : &it->second;
+}
+
+std::vector<uint64_t> TopologyView::switches() const {
+  std::vector<uint64_t> out;
+  out.reserve(ports_.size());
+  for (const auto& [d, _] : ports_) out.push_back(d);
+  return out;
+}
+
+}  // namespace sdn::apps::topology

@@ -1,0 +1,298 @@
+// TopologyCore on a manual clock: port roles, LLDP links, loss by PORT_STATUS and by timeout,
+// host tracking and moves, and the records (wire.hpp) those changes become.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "apps/topology/topology_core.hpp"
+#include "apps/topology/view.hpp"
+#include "apps/topology/wire.hpp"
+
+namespace sdn::apps::topology {
+namespace {
+
+using std::chrono::milliseconds;
+
+ofp::Port port(uint32_t no, bool up = true) {
+  ofp::Port p;
+  p.port_no = no;
+  p.hw_addr = 0x020000000000ULL | no;
+  if (!up) p.state = ofp::kPortStateLinkDown;
+  return p;
+}
+
+std::vector<ofp::Port> ports(std::initializer_list<uint32_t> nos) {
+  std::vector<ofp::Port> v;
+  for (uint32_t n : nos) v.push_back(port(n));
+  v.push_back(port(ofp::port::kLocal));  // LOCAL is never part of the fabric
+  return v;
+}
+
+class Core : public ::testing::Test {
+ protected:
+  Core() : core_(cfg()) {}
+  static TopologyConfig cfg() {
+    TopologyConfig c;
+    c.lldp_interval = milliseconds(1000);
+    c.link_timeout = milliseconds(3500);
+    c.port_settle = milliseconds(2000);
+    c.max_hosts = 3;
+    return c;
+  }
+  void at(int ms) {
+    now_ = Clock::time_point{} + milliseconds(ms);
+    core_.tick(now_);
+  }
+  // s1 ports 1,2 (2 links to s2), s2 ports 1,2 (1 to s1), hosts on s1:1 and s2:2.
+  void two_switches() {
+    core_.switch_up(1, ports({1, 2}), now_);
+    core_.switch_up(2, ports({1, 2}), now_);
+  }
+  TopologyCore core_;
+  Clock::time_point now_{};
+};
+
+TEST_F(Core, NewSwitchIsProbedOnEveryPortAtOnceThenEveryInterval) {
+  core_.switch_up(1, ports({1, 2, 3}), now_);
+  auto probes = core_.take_probes();
+  EXPECT_EQ(probes, (std::vector<PortRef>{{1, 1}, {1, 2}, {1, 3}}));  // not LOCAL
+  at(500);
+  EXPECT_TRUE(core_.take_probes().empty());
+  at(1000);
+  EXPECT_EQ(core_.take_probes().size(), 3u);
+  EXPECT_EQ(core_.figures().lldp_sent, 6u);
+}
+
+TEST_F(Core, PortsArePendingUntilSettledThenEdge) {
+  core_.switch_up(1, ports({1, 2}), now_);
+  EXPECT_EQ(core_.role({1, 1}), PortRole::kPending);
+  EXPECT_EQ(core_.figures().pending_ports, 2u);
+  at(1999);
+  EXPECT_EQ(core_.role({1, 1}), PortRole::kPending);
+  at(2000);
+  EXPECT_EQ(core_.role({1, 1}), PortRole::kEdge);
+  EXPECT_EQ(core_.role({1, 2}), PortRole::kEdge);
+  EXPECT_EQ(core_.figures().pending_ports, 0u);
+  EXPECT_EQ(core_.figures().edge_ports, 2u);
+  auto ch = core_.take_changes();
+  ASSERT_FALSE(ch.switches.empty());
+  EXPECT_EQ(core_.switch_record(1).ports,
+            (std::vector<std::pair<uint32_t, PortRole>>{{1, PortRole::kEdge}, {2, PortRole::kEdge}}));
+}
+
+TEST_F(Core, LldpMakesALinkOnBothPortsAndTheDiscoveryTime) {
+  two_switches();
+  core_.take_changes();
+  at(40);
+  core_.lldp_received({1, 2}, {2, 1}, now_);
+  ASSERT_EQ(core_.links().size(), 1u);
+  EXPECT_EQ(core_.links()[0], make_link({2, 1}, {1, 2}));
+  EXPECT_EQ(core_.role({1, 2}), PortRole::kLink);
+  EXPECT_EQ(core_.role({2, 1}), PortRole::kLink);
+  auto ch = core_.take_changes();
+  ASSERT_EQ(ch.links.size(), 1u);
+  EXPECT_TRUE(ch.links[0].up);
+  EXPECT_EQ(ch.links[0].reason, "lldp");
+  EXPECT_EQ(core_.figures().discovery, std::chrono::duration_cast<Clock::duration>(milliseconds(40)));
+  // The reverse direction's probe is the same link, refreshed.
+  core_.lldp_received({2, 1}, {1, 2}, now_);
+  EXPECT_EQ(core_.links().size(), 1u);
+  EXPECT_TRUE(core_.take_changes().links.empty());
+  at(3000);
+  EXPECT_EQ(core_.role({1, 1}), PortRole::kEdge);  // the other ports settled as edges
+  EXPECT_EQ(core_.role({1, 2}), PortRole::kLink);
+}
+
+TEST_F(Core, ProbesFromUnknownSwitchesOrPortsAreCountedAndIgnored) {
+  two_switches();
+  core_.lldp_received({9, 1}, {1, 1}, now_);
+  core_.lldp_received({2, 7}, {1, 1}, now_);
+  core_.lldp_received({1, 1}, {1, 1}, now_);  // looped back to itself
+  EXPECT_TRUE(core_.links().empty());
+  EXPECT_EQ(core_.figures().lldp_foreign, 3u);
+}
+
+TEST_F(Core, LinkLostByTimeoutWhenProbesStop) {
+  two_switches();
+  core_.lldp_received({1, 2}, {2, 1}, now_);
+  at(3000);
+  core_.lldp_received({1, 2}, {2, 1}, now_);  // refreshed at 3 s
+  at(6500);
+  EXPECT_EQ(core_.links().size(), 1u);  // 3.5 s since, not more
+  core_.take_changes();
+  at(6501);
+  EXPECT_TRUE(core_.links().empty());
+  auto ch = core_.take_changes();
+  ASSERT_EQ(ch.links.size(), 1u);
+  EXPECT_FALSE(ch.links[0].up);
+  EXPECT_EQ(ch.links[0].reason, "lldp_timeout");
+  EXPECT_NEAR(ch.links[0].detect_ms, 3501, 1);
+  EXPECT_EQ(core_.figures().link_timeouts, 1u);
+  // Both ends must settle again before they count as edges.
+  EXPECT_EQ(core_.role({1, 2}), PortRole::kPending);
+  at(8500);
+  EXPECT_EQ(core_.role({1, 2}), PortRole::kPending);
+  at(8501);
+  EXPECT_EQ(core_.role({1, 2}), PortRole::kEdge);
+}
+
+TEST_F(Core, PortStatusDownRemovesTheLinkAtOnceAndUpProbesAgain) {
+  two_switches();
+  core_.lldp_received({1, 2}, {2, 1}, now_);
+  core_.take_changes();
+  core_.take_probes();
+  core_.port_status(1, port(2, false), false, now_);
+  EXPECT_TRUE(core_.links().empty());
+  EXPECT_EQ(core_.role({1, 2}), PortRole::kDown);
+  EXPECT_EQ(core_.role({2, 1}), PortRole::kPending);
+  auto ch = core_.take_changes();
+  ASSERT_EQ(ch.links.size(), 1u);
+  EXPECT_EQ(ch.links[0].reason, "port_status");
+  core_.port_status(1, port(2, true), false, now_);
+  EXPECT_EQ(core_.role({1, 2}), PortRole::kPending);
+  EXPECT_EQ(core_.take_probes(), (std::vector<PortRef>{{1, 2}}));
+  // Deleted: gone from the switch's port list.
+  core_.port_status(1, port(2), true, now_);
+  EXPECT_FALSE(core_.role({1, 2}).has_value());
+}
+
+TEST_F(Core, HostsAreLearnedOnlyOnEdgePortsAndMovesAreReported) {
+  two_switches();
+  core_.lldp_received({1, 2}, {2, 1}, now_);
+  core_.host_seen(0xa1, 0x0a000001, {1, 1}, now_);  // still pending
+  EXPECT_FALSE(core_.host(0xa1));
+  at(2000);
+  core_.take_changes();
+  core_.host_seen(0xa1, 0x0a000001, {1, 2}, now_);  // a link port: a flooded copy
+  EXPECT_FALSE(core_.host(0xa1));
+  EXPECT_EQ(core_.figures().hosts_ignored, 2u);
+  core_.host_seen(0xa1, 0x0a000001, {1, 1}, now_);
+  ASSERT_TRUE(core_.host(0xa1));
+  EXPECT_EQ(core_.host(0xa1)->at, (PortRef{1, 1}));
+  core_.host_seen(0xa1, 0x0a000001, {1, 1}, now_);  // same place: nothing new
+  core_.host_seen(0xa1, 0x0a000001, {2, 2}, now_);
+  EXPECT_EQ(core_.host(0xa1)->at, (PortRef{2, 2}));
+  auto ch = core_.take_changes();
+  ASSERT_EQ(ch.hosts.size(), 2u);
+  EXPECT_EQ(ch.hosts[0].state, "up");
+  EXPECT_EQ(ch.hosts[1].state, "moved");
+  EXPECT_EQ(ch.hosts[1].from, (PortRef{1, 1}));
+  EXPECT_EQ(core_.figures().host_moves, 1u);
+  core_.host_seen(0x010000000001ULL, 0, {1, 1}, now_);  // multicast source: never a host
+  EXPECT_EQ(core_.figures().hosts, 1u);
+}
+
+TEST_F(Core, HostsGoWhenTheirPortGoesDownOrTurnsOutToBeALinkOrTheSwitchLeaves) {
+  two_switches();
+  at(2000);
+  core_.host_seen(0xa1, 1, {1, 1}, now_);
+  core_.host_seen(0xa2, 2, {1, 2}, now_);
+  core_.host_seen(0xa3, 3, {2, 2}, now_);
+  core_.take_changes();
+  core_.port_status(1, port(1, false), false, now_);
+  EXPECT_FALSE(core_.host(0xa1));
+  core_.lldp_received({1, 2}, {2, 1}, now_);  // 1:2 was a link after all
+  EXPECT_FALSE(core_.host(0xa2));
+  core_.switch_down(2, now_);
+  EXPECT_FALSE(core_.host(0xa3));
+  EXPECT_TRUE(core_.links().empty());
+  auto ch = core_.take_changes();
+  std::vector<std::string> reasons;
+  for (const auto& h : ch.hosts) reasons.push_back(h.reason);
+  EXPECT_EQ(reasons, (std::vector<std::string>{"port_down", "link_port", "switch_down"}));
+}
+
+TEST_F(Core, HostTableIsCapped) {
+  core_.switch_up(1, ports({1}), now_);
+  at(2000);
+  for (uint64_t m = 1; m <= 5; ++m) core_.host_seen(m, 0, {1, 1}, now_);
+  EXPECT_EQ(core_.figures().hosts, 3u);
+  EXPECT_EQ(core_.figures().host_cap_exceeded, 2u);
+}
+
+TEST_F(Core, AProbeShowingAnotherPeerReplacesTheLink) {
+  core_.switch_up(1, ports({1}), now_);
+  core_.switch_up(2, ports({1}), now_);
+  core_.switch_up(3, ports({1}), now_);
+  core_.lldp_received({1, 1}, {2, 1}, now_);
+  core_.lldp_received({3, 1}, {2, 1}, now_);  // recabled
+  ASSERT_EQ(core_.links().size(), 1u);
+  EXPECT_EQ(core_.links()[0], make_link({2, 1}, {3, 1}));
+  EXPECT_EQ(core_.role({1, 1}), PortRole::kPending);
+}
+
+TEST_F(Core, ReconnectStartsFromScratch) {
+  two_switches();
+  core_.lldp_received({1, 2}, {2, 1}, now_);
+  core_.switch_up(1, ports({1, 2}), now_);
+  EXPECT_TRUE(core_.links().empty());
+  EXPECT_EQ(core_.role({1, 2}), PortRole::kPending);
+}
+
+// ---------------------------------------------------------------- records
+
+TEST(Wire, RecordsRoundTripThroughJson) {
+  SwitchRecord s{5, true, {{1, PortRole::kEdge}, {2, PortRole::kLink}, {3, PortRole::kPending}}};
+  auto ds = decode(switch_key(5) + "@topology", to_json(s));
+  ASSERT_TRUE(ds && *ds);
+  const auto& s2 = std::get<SwitchRecord>(**ds);
+  EXPECT_EQ(s2.dpid, 5u);
+  EXPECT_EQ(s2.ports, s.ports);
+
+  LinkRecord l{make_link({2, 3}, {1, 4}), false, "lldp_timeout", 3501.5};
+  EXPECT_EQ(link_key(l.link), "network/topology/link/0000000000000001.4-0000000000000002.3");
+  auto dl = decode(link_key(l.link), to_json(l));
+  ASSERT_TRUE(dl && *dl);
+  EXPECT_EQ(std::get<LinkRecord>(**dl).link, l.link);
+  EXPECT_FALSE(std::get<LinkRecord>(**dl).up);
+  EXPECT_DOUBLE_EQ(std::get<LinkRecord>(**dl).detect_ms, 3501.5);
+
+  HostRecord h{0x0000000000a1ULL, 0x0a000001, {7, 1}, "moved", PortRef{6, 2}, ""};
+  EXPECT_EQ(host_key(h.mac), "network/topology/host/00-00-00-00-00-a1");
+  auto dh = decode(host_key(h.mac), to_json(h));
+  ASSERT_TRUE(dh && *dh);
+  const auto& h2 = std::get<HostRecord>(**dh);
+  EXPECT_EQ(h2.mac, h.mac);
+  EXPECT_EQ(h2.ipv4, h.ipv4);
+  EXPECT_EQ(h2.at, h.at);
+  EXPECT_EQ(h2.from, h.from);
+  EXPECT_EQ(to_json(h)["ip"], "10.0.0.1");
+}
+
+TEST(Wire, MalformedRecordsAreErrorsNamingTheKeyAndOtherKeysAreSkipped) {
+  auto r = decode("network/topology/link/x", nlohmann::json{{"a", 1}});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("network/topology/link/x"), std::string::npos) << r.error();
+  EXPECT_FALSE(decode("network/topology/switch/zz", nlohmann::json{{"state", "up"}, {"ports", nlohmann::json::array()}}));
+  EXPECT_FALSE(decode(switch_key(1), nlohmann::json{{"state", "sideways"}, {"ports", nlohmann::json::array()}}));
+  EXPECT_FALSE(decode(host_key(1), nlohmann::json{{"mac", "nope"}, {"ip", nullptr}, {"at", {{"dpid", "1"}, {"port", 1}}},
+                                                  {"state", "up"}}));
+  auto skip = decode(std::string(kSummaryKey), nlohmann::json{{"links", 3}});
+  ASSERT_TRUE(skip);
+  EXPECT_FALSE(*skip);
+}
+
+TEST(View, FloodPortsAreEdgesPlusTreeLinksAndNothingFromOffTree) {
+  // A triangle s1-s2-s3: the tree (rooted at s1) drops the s2-s3 link.
+  TopologyView v;
+  v.apply(SwitchRecord{1, true, {{1, PortRole::kEdge}, {2, PortRole::kLink}, {3, PortRole::kLink}}});
+  v.apply(SwitchRecord{2, true, {{1, PortRole::kEdge}, {2, PortRole::kLink}, {3, PortRole::kLink}, {4, PortRole::kPending}}});
+  v.apply(SwitchRecord{3, true, {{1, PortRole::kEdge}, {2, PortRole::kLink}, {3, PortRole::kLink}}});
+  v.apply(LinkRecord{make_link({1, 2}, {2, 2}), true, "lldp", 0});
+  v.apply(LinkRecord{make_link({1, 3}, {3, 2}), true, "lldp", 0});
+  v.apply(LinkRecord{make_link({2, 3}, {3, 3}), true, "lldp", 0});
+  EXPECT_EQ(v.flood_ports(1, 1), (std::vector<uint32_t>{2, 3}));
+  EXPECT_EQ(v.flood_ports(2, 2), (std::vector<uint32_t>{1}));  // not the off-tree 2:3, not pending 2:4
+  EXPECT_TRUE(v.flood_ports(2, 3).empty());                    // a copy that came over the off-tree link dies
+  EXPECT_TRUE(v.flood_ports(2, 4).empty());                    // from a pending port: nothing yet
+  v.apply(LinkRecord{make_link({1, 3}, {3, 2}), false, "port_status", 0});
+  EXPECT_EQ(v.flood_ports(2, 1), (std::vector<uint32_t>{2, 3}));  // the tree now uses s2-s3
+  v.apply(HostRecord{0xa1, 1, {3, 1}, "up", std::nullopt, ""});
+  ASSERT_NE(v.host(0xa1), nullptr);
+  v.apply(SwitchRecord{3, false, {}});
+  EXPECT_EQ(v.host(0xa1), nullptr);
+  EXPECT_FALSE(v.paths().has_switch(3));
+}
+
+}  // namespace
+}  // namespace sdn::apps::topology
