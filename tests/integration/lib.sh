@@ -116,6 +116,19 @@ wait_stats_fresh() {
   fail "stats file not rewritten within 3 s"
 }
 
+# wait_topology LINKS [SECONDS]: until the topology app reports LINKS links and no pending port
+# (every port settled as edge or link), i.e. discovery is complete and flooding is safe.
+wait_topology() {
+  local want=$1 limit=${2:-20} t0 links pending; t0=$(now_ms)
+  while :; do
+    links=$(python3 "$STATS_PY" get "$STATS" apps.topology.links 2>/dev/null || echo -1)
+    pending=$(python3 "$STATS_PY" get "$STATS" apps.topology.pending_ports 2>/dev/null || echo -1)
+    [[ $links == "$want" && $pending == 0 ]] && return 0
+    (($(now_ms) - t0 < limit * 1000)) || fail "topology reports $links links ($pending ports pending), want $want, after ${limit}s"
+    sleep 0.2
+  done
+}
+
 # nonmiss_flows BRIDGE: number of flows other than table-miss entries (priority 0, empty match).
 nonmiss_flows() {
   ovs-ofctl -O OpenFlow13 --no-stats dump-flows "$1" | awk '
@@ -130,5 +143,6 @@ up_tree() {
   "${TB[@]}" up tree "$@" || fail "testbed up failed"
   "${TB[@]}" wait-connected 20 || fail "switches did not connect to sdnator"
   wait_stats_switches 3 20
-  step "testbed $IT_PREFIX up and connected ($(fmt_ms $(($(now_ms) - t0))))"
+  wait_topology 2 20
+  step "testbed $IT_PREFIX up, connected and discovered ($(fmt_ms $(($(now_ms) - t0))))"
 }

@@ -44,7 +44,7 @@ void TopologyService::publish(std::string_view key, nlohmann::json value) {
   }
 }
 
-void TopologyService::flush(southbound::Runtime& rt) {
+void TopologyService::flush(southbound::Runtime& rt, bool refresh_figures) {
   Changes ch = core_.take_changes();
   for (uint64_t dpid : ch.switches) publish(switch_key(dpid), to_json(core_.switch_record(dpid)));
   for (const LinkRecord& l : ch.links) {
@@ -76,6 +76,8 @@ void TopologyService::flush(southbound::Runtime& rt) {
     });
   }
 
+  // The snapshot walks every port: refresh it on a change or on the periodic tick, not per probe.
+  if (!changed && !refresh_figures) return;
   Figures f = core_.figures();
   {
     std::lock_guard lock(fig_mu_);
@@ -145,7 +147,7 @@ void Topology::on_start(southbound::Runtime& rt, unsigned shard) {
 void Topology::tick() {
   if (stopped_ || rt_ == nullptr) return;
   svc_->core().tick(rt_->now());
-  svc_->flush(*rt_);
+  svc_->flush(*rt_, true);
   rt_->call_after(kHomeShard, svc_->core().config().tick, [this] { tick(); });
 }
 

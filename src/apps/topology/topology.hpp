@@ -38,8 +38,9 @@ class TopologyService {
 
   // ---- home shard only ----
   TopologyCore& core() { return core_; }
-  // Publishes the core's changes and sends its probes.
-  void flush(southbound::Runtime& rt);
+  // Publishes the core's changes and sends its probes; the figures snapshot is refreshed when
+  // something changed or `refresh_figures` (the periodic tick) asks for it.
+  void flush(southbound::Runtime& rt, bool refresh_figures = false);
 
   // ---- any thread ----
   Figures figures() const;
