@@ -127,7 +127,7 @@ printf '[sqlite]\npath = "%s"\n' "$WORK/archive.db" >"$WORK/data.toml"
 "$SDNATOR" data get -c "$WORK/data.toml" 'network/topology/link/**' 2>/dev/null \
   | python3 -c 'import json,sys
 for l in sys.stdin:
-    v=json.loads(l)["value"]; print("  link %s:%s - %s:%s %s (%s)" % (v["a"]["dpid"][-4:], v["a"]["port"], v["b"]["dpid"][-4:], v["b"]["port"], v["state"], v["reason"]))' || true
+    v=json.loads(l)["v"]; print("  link %s:%s - %s:%s %s (%s)" % (v["a"]["dpid"][-4:], v["a"]["port"], v["b"]["dpid"][-4:], v["b"]["port"], v["state"], v["reason"]))' || true
 
 if [[ $SHAPE == campus ]]; then
   phase "pingpairs (the manifest's communicating pairs, $COUNT pings each)"
@@ -146,7 +146,7 @@ for ((i = 1; i <= NSW; i++)); do
     "$(grep -cE '(^| )priority=0 actions=' <<<"$flows")" "$(grep -c 'arp,' <<<"$flows")" \
     "$(grep -cE '[ ,]ip,' <<<"$flows")" \
     "$(grep -vE '(^| )priority=0 actions=|arp,|[ ,]ip,' <<<"$flows" | grep -c .)"
-  sed 's/^ */    /' <<<"$flows" | grep -v 'priority=0 actions=' | head -n 3
+  sed 's/^ */    /' <<<"$flows" | grep -v 'priority=0 actions=' | head -n 3 || true
 done
 echo "(full tables: ovs-ofctl -O OpenFlow13 dump-flows <switch> while the demo runs)"
 

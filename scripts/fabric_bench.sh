@@ -145,8 +145,8 @@ detect() {   # detect REASON START_NS: ms from START_NS to the archived link-dow
     rec=$("$SDNATOR" data get -c "$WORK/sdnator.toml" 'network/topology/link/**' --from-ns "$start" --log-level off 2>/dev/null \
           | python3 -c 'import json,sys
 for l in sys.stdin:
-    r=json.loads(l); v=r["value"]
-    if v.get("state")=="down" and v.get("reason")==sys.argv[1]: print((r["ts_ns"]-int(sys.argv[2]))/1e6); break' "$reason" "$start")
+    r=json.loads(l); v=r["v"]
+    if v.get("state")=="down" and v.get("reason")==sys.argv[1]: print((r["t"]-int(sys.argv[2]))/1e6); break' "$reason" "$start")
     [[ -n $rec ]] && { echo "$rec"; return; }
     sleep 0.2
   done

@@ -34,8 +34,8 @@ want = {tuple(sorted([(dpid[l["a"]], l["a_port"]), (dpid[l["b"]], l["b_port"])])
 state = {}
 for line in open(sys.argv[2]):
     r = json.loads(line)
-    v = r["value"]
-    state[r["key"].split("@")[0]] = (v["state"], tuple(sorted([(v["a"]["dpid"], v["a"]["port"]), (v["b"]["dpid"], v["b"]["port"])])))
+    v = r["v"]
+    state[r["k"].split("@")[0]] = (v["state"], tuple(sorted([(v["a"]["dpid"], v["a"]["port"]), (v["b"]["dpid"], v["b"]["port"])])))
 got = {ends for st, ends in state.values() if st == "up"}
 if got != want:
     print("missing:", want - got, "unexpected:", got - want); sys.exit(1)
@@ -76,8 +76,8 @@ link_down_record() {
        | python3 -c 'import json,sys
 for l in sys.stdin:
     r = json.loads(l)
-    if r["value"]["state"] == "down" and r["value"]["reason"] == sys.argv[1]:
-        print("%.0f ms after the cut" % ((r["ts_ns"] - int(sys.argv[2])) / 1e6)); sys.exit(0)
+    if r["v"]["state"] == "down" and r["v"]["reason"] == sys.argv[1]:
+        print("%.0f ms after the cut" % ((r["t"] - int(sys.argv[2])) / 1e6)); sys.exit(0)
 sys.exit(1)' "$1" "$2"; then return 0; fi
     sleep 0.2
   done

@@ -2,6 +2,7 @@
 // shortest path to the destination host and deliver the packet at its last hop.
 #include "apps/forwarding/fabric.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "apps/forwarding/flows.hpp"
@@ -54,37 +55,51 @@ void FabricForwarding::apply_topology(std::string_view key, const nlohmann::json
   react(**rec);
 }
 
-// Flows that a topology change made wrong are deleted so the next packet asks again; one shard
-// (0) sends the deletes for the whole fabric, since every shard sees the same record.
+// Paths a topology change made wrong are deleted whole, on every hop, so the next packet of
+// the flow misses at its real ingress and gets a new path from there. Every shard does this for
+// the paths it installed.
 void FabricForwarding::react(const topology::TopologyRecord& rec) {
-  if (shard_ != 0 || rt_ == nullptr) return;
+  std::vector<uint64_t> doomed;
   if (const auto* l = std::get_if<topology::LinkRecord>(&rec); l && !l->up) {
-    for (PortRef end : {l->link.a, l->link.b}) {
-      ofp::FlowMod out = flows::delete_mod(cfg_);
-      out.out_port = end.port;
-      ofp::FlowMod in = flows::delete_mod(cfg_);
-      in.match.set(ofp::OxmField::kInPort, end.port);
-      rt_->with_switch(end.dpid, [out, in](SwitchContext& sw) {
-        sw.send(out);
-        sw.send(in);
-      });
-      reroutes_.inc();
-    }
-    return;
+    auto uses = [&](const Hop& h) {
+      return (h.dpid == l->link.a.dpid && (h.out_port == l->link.a.port || h.in_port == l->link.a.port)) ||
+             (h.dpid == l->link.b.dpid && (h.out_port == l->link.b.port || h.in_port == l->link.b.port));
+    };
+    for (const auto& [cookie, path] : paths_)
+      if (std::any_of(path.hops.begin(), path.hops.end(), uses)) doomed.push_back(cookie);
+  } else if (const auto* h = std::get_if<topology::HostRecord>(&rec); h && h->state != "up") {
+    for (const auto& [cookie, path] : paths_)
+      if (path.key.eth_src == h->mac || path.key.eth_dst == h->mac) doomed.push_back(cookie);
   }
-  if (const auto* h = std::get_if<topology::HostRecord>(&rec); h && h->state == "moved") {
-    ofp::FlowMod to = flows::delete_mod(cfg_);
-    to.match.set(ofp::OxmField::kEthDst, h->mac);
-    ofp::FlowMod from = flows::delete_mod(cfg_);
-    from.match.set(ofp::OxmField::kEthSrc, h->mac);
-    delete_everywhere(to);
-    delete_everywhere(from);
-    reroutes_.inc();
-  }
+  for (uint64_t c : doomed) remove_path(c);
+  if (!doomed.empty()) reroutes_.inc(doomed.size());
 }
 
-void FabricForwarding::delete_everywhere(const ofp::FlowMod& fm) {
-  for (uint64_t dpid : view_.switches()) rt_->with_switch(dpid, [fm](SwitchContext& sw) { sw.send(fm); });
+uint64_t FabricForwarding::path_cookie(uint64_t id) const {
+  // 0x01 (the app) | shard (8 bits) | path number (48 bits).
+  return (cfg_.cookie & kForwardingCookieMask) | (uint64_t{shard_ & 0xff} << 48) | (id & 0xffff'ffff'ffffULL);
+}
+
+void FabricForwarding::remove_path(uint64_t cookie) {
+  auto it = paths_.find(cookie);
+  if (it == paths_.end()) return;
+  ofp::FlowMod del = flows::delete_mod(cfg_);
+  del.cookie = cookie;
+  del.cookie_mask = ~uint64_t{0};
+  if (rt_ != nullptr)
+    for (const Hop& h : it->second.hops) rt_->with_switch(h.dpid, [del](SwitchContext& sw) { sw.send(del); });
+  by_flow_.erase(it->second.key);
+  paths_.erase(it);
+}
+
+void FabricForwarding::on_switch_down(uint64_t dpid) {
+  std::vector<uint64_t> gone;
+  for (const auto& [cookie, path] : paths_)
+    if (path.hops.front().dpid == dpid) gone.push_back(cookie);
+  for (uint64_t c : gone) {
+    by_flow_.erase(paths_[c].key);
+    paths_.erase(c);  // its flows went with the switch; the other hops expire (or links go down)
+  }
 }
 
 void FabricForwarding::on_switch_up(SwitchContext& sw) {
@@ -191,6 +206,15 @@ void FabricForwarding::flood(SwitchContext& sw, const ofp::PacketIn& pin, uint32
 // buffered packet is released by the first hop's FlowMod instead (7.3.4.1).
 void FabricForwarding::provision(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p,
                                  const std::vector<Hop>& hops, Clock::time_point now) {
+  FlowKey key{sw.dpid(), p.eth.src.value, p.eth.dst.value, hops.front().in_port,
+              p.ipv4 ? p.ipv4->src.value : 0, p.ipv4 ? p.ipv4->dst.value : 0, p.eth.ethertype,
+              p.eth.outer_vlan() ? p.eth.outer_vlan()->vid : uint16_t{0xffff}};
+  // Asked again (a packet that raced the flows): the old path's flows go first, then the new.
+  if (auto old = by_flow_.find(key); old != by_flow_.end()) remove_path(old->second);
+  const uint64_t cookie = path_cookie(++next_path_);
+  paths_[cookie] = InstalledPath{key, hops};
+  by_flow_[key] = cookie;
+
   auto job = std::make_shared<PathJob>();
   job->remaining = hops.size();
   job->started = now;
@@ -199,12 +223,16 @@ void FabricForwarding::provision(SwitchContext& sw, const ofp::PacketIn& pin, co
   for (size_t i = 0; i < hops.size(); ++i) {
     const Hop& hop = hops[i];
     const bool first = i == 0, last = i + 1 == hops.size();
-    ofp::FlowMod fm = flows::exact_flow(cfg_, p, hop.in_port, hop.out_port, first ? pin.buffer_id : ofp::kNoBuffer);
+    // A packet that reached a transit switch and must go back the way it came (its upstream
+    // path was cut) leaves by OFPP_IN_PORT: an output to the in_port itself is dropped (7.2.1).
+    const uint32_t out = hop.out_port == hop.in_port ? ofp::port::kInPort : hop.out_port;
+    ofp::FlowMod fm = flows::exact_flow(cfg_, p, hop.in_port, out, first ? pin.buffer_id : ofp::kNoBuffer);
+    fm.cookie = cookie;
     flows_installed_.inc();
     // The last hop's PacketOut comes from the controller unless it is also the first switch.
     const uint32_t po_in_port = first ? hop.in_port : ofp::port::kController;
     auto send = [this, job, fm = std::move(fm), frame = last ? frame : nullptr, po_in_port,
-                 out = hop.out_port](SwitchContext& s) mutable {
+                 out](SwitchContext& s) mutable {
       std::vector<ofp::Body> batch;
       batch.emplace_back(std::move(fm));
       if (frame) {
@@ -239,8 +267,15 @@ void FabricForwarding::hop_done(const std::shared_ptr<PathJob>& job, bool ok) {
   }
 }
 
-void FabricForwarding::on_flow_removed(SwitchContext& /*sw*/, const ofp::FlowRemoved& fr) {
-  if ((fr.cookie & kForwardingCookieMask) == (cfg_.cookie & kForwardingCookieMask)) flows_removed_.inc();
+void FabricForwarding::on_flow_removed(SwitchContext& sw, const ofp::FlowRemoved& fr) {
+  if ((fr.cookie & kForwardingCookieMask) != (cfg_.cookie & kForwardingCookieMask)) return;
+  flows_removed_.inc();
+  // The first hop's flow expired: the path is over (the others expire with it, same traffic).
+  auto it = paths_.find(fr.cookie);
+  if (it != paths_.end() && it->second.hops.front().dpid == sw.dpid()) {
+    by_flow_.erase(it->second.key);
+    paths_.erase(it);
+  }
 }
 
 }  // namespace sdn::apps

@@ -12,6 +12,9 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "apps/forwarding/forwarding.hpp"
 #include "apps/topology/view.hpp"
@@ -52,11 +55,14 @@ class FabricForwarding final : public southbound::App {
   void on_start(southbound::Runtime& rt, unsigned shard) override;
   void on_stop() override;
   void on_switch_up(southbound::SwitchContext& sw) override;
+  void on_switch_down(uint64_t dpid) override;
   void on_packet_in(southbound::SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) override;
   void on_flow_removed(southbound::SwitchContext& sw, const ofp::FlowRemoved& fr) override;
 
   FabricCounters counters() const;
   const topology::TopologyView& view() const { return view_; }
+  // Paths this instance installed and has not seen expire or deleted.
+  size_t live_paths() const { return paths_.size(); }
   const ForwardingConfig& config() const { return cfg_; }
   // Feeds the view directly (what the subscription does); for tests.
   void apply_topology(std::string_view key, const nlohmann::json& value);
@@ -79,7 +85,27 @@ class FabricForwarding final : public southbound::App {
                  const std::vector<topology::Hop>& hops, Clock::time_point now);
   void hop_done(const std::shared_ptr<PathJob>& job, bool ok);
   void react(const topology::TopologyRecord& rec);
-  void delete_everywhere(const ofp::FlowMod& fm);
+  // Deletes every flow of a path (by its cookie, on each hop) and forgets it.
+  void remove_path(uint64_t cookie);
+  uint64_t path_cookie(uint64_t id) const;
+
+  // A path this instance installed: its own cookie on every hop, so it can be deleted
+  // exactly (a link on it went down, an end host moved) and forgotten when its first hop's
+  // flow expires. Keyed again by the first hop's flow, so a path asked for twice is one path.
+  struct FlowKey {
+    uint64_t dpid, eth_src, eth_dst;
+    uint32_t in_port, ipv4_src, ipv4_dst;
+    uint16_t eth_type, vid;
+    bool operator==(const FlowKey&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const FlowKey& k) {
+      return H::combine(std::move(h), k.dpid, k.eth_src, k.eth_dst, k.in_port, k.ipv4_src, k.ipv4_dst, k.eth_type, k.vid);
+    }
+  };
+  struct InstalledPath {
+    FlowKey key;
+    std::vector<topology::Hop> hops;
+  };
 
   ForwardingConfig cfg_;
   std::shared_ptr<data::Due> due_;
@@ -87,6 +113,9 @@ class FabricForwarding final : public southbound::App {
   southbound::Runtime* rt_ = nullptr;
   unsigned shard_ = 0;
   topology::TopologyView view_;
+  absl::flat_hash_map<uint64_t, InstalledPath> paths_;   // by cookie
+  absl::flat_hash_map<FlowKey, uint64_t> by_flow_;       // first hop's flow -> cookie
+  uint64_t next_path_ = 0;
   data::Due::Subscription sub_;
   Stat packet_ins_, floods_, flood_dead_ends_, flows_installed_, drops_, no_path_, not_ready_, parse_errors_, ignored_, reroutes_, flows_removed_, topology_records_, topology_errors_;
   // Counters bumped from other shards' threads (batch confirmations).
