@@ -123,11 +123,13 @@ p0=$(stat_get apps.forwarding.paths_installed)
 mapfile -t PAIRS < <(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); hs={h["name"]:h for h in m["hosts"]}
 [print(hs[p["a"]]["netns"], hs[p["b"]]["ip"]) for p in m["pairs"]]' "$MANIFEST")
 tb=$(now_ms)
+pids=()
 for pr in "${PAIRS[@]}"; do
   read -r ns ip <<<"$pr"
   ip netns exec "$ns" ping -n -c 1 -W 5 "$ip" >/dev/null 2>&1 &
+  pids+=($!)
 done
-wait
+wait "${pids[@]}" || true   # (not a bare wait: the controller is our child too)
 R[burst_ms]=$(($(now_ms) - tb))
 sleep 1.2
 p1=$(stat_get apps.forwarding.paths_installed)

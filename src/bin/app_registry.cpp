@@ -61,7 +61,7 @@ nlohmann::json learning_stats(const apps::ForwardingCounters& c) {
 }
 
 nlohmann::json fabric_stats(const apps::FabricCounters& c) {
-  return {{"packet_ins", c.packet_ins},       {"floods", c.floods},
+  return {{"packet_ins", c.packet_ins},       {"floods", c.floods},       {"proxy_arps", c.proxy_arps},
           {"flood_dead_ends", c.flood_dead_ends}, {"paths_installed", c.paths_installed},
           {"paths_failed", c.paths_failed},   {"flows_installed", c.flows_installed},
           {"drops", c.drops},                 {"no_path", c.no_path},

@@ -2,11 +2,13 @@
 // configured apps; `sdnator --version` prints the version.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -82,6 +84,23 @@ nlohmann::json data_stats_json(sdn::data::Backends& b, const sdn::data::Coordina
   return j;
 }
 
+// RFC 8456 reactive path provisioning rate, from the paths-installed counter between two stats
+// writes: the last interval's rate and the highest seen (paths/s).
+void add_path_rate(nlohmann::json& apps) {
+  static std::optional<std::pair<uint64_t, std::chrono::steady_clock::time_point>> prev;
+  static double peak = 0;
+  if (!apps.contains("forwarding") || !apps["forwarding"].contains("paths_installed")) return;
+  const uint64_t n = apps["forwarding"]["paths_installed"].get<uint64_t>();
+  const auto now = std::chrono::steady_clock::now();
+  double rate = 0;
+  if (prev && now > prev->second && n >= prev->first)
+    rate = static_cast<double>(n - prev->first) / std::chrono::duration<double>(now - prev->second).count();
+  prev = {n, now};
+  peak = std::max(peak, rate);
+  apps["forwarding"]["path_rate_per_s"] = static_cast<uint64_t>(rate + 0.5);
+  apps["forwarding"]["path_rate_peak_per_s"] = static_cast<uint64_t>(peak + 0.5);
+}
+
 nlohmann::json stats_json(sdn::southbound::Controller& ctl, const sdn::bin::AppSet& apps,
                           const asio::ip::tcp::endpoint& ep, std::chrono::steady_clock::time_point started,
                           unsigned shards) {
@@ -100,6 +119,7 @@ nlohmann::json stats_json(sdn::southbound::Controller& ctl, const sdn::bin::AppS
   j["switches"] = sw;
   j["metrics"] = ctl.metrics().to_json();
   j["apps"] = apps.stats();
+  add_path_rate(j["apps"]);
   return j;
 }
 

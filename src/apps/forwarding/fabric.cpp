@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "apps/forwarding/flows.hpp"
+#include "pkt/build.hpp"
 #include "core/log.hpp"
 
 namespace sdn::apps {
@@ -110,6 +111,7 @@ FabricCounters FabricForwarding::counters() const {
   FabricCounters c;
   c.packet_ins = packet_ins_.get();
   c.floods = floods_.get();
+  c.proxy_arps = proxy_arps_.get();
   c.flood_dead_ends = flood_dead_ends_.get();
   c.paths_installed = paths_ok_shared_.load(std::memory_order_relaxed);
   c.paths_failed = paths_failed_shared_.load(std::memory_order_relaxed);
@@ -160,6 +162,7 @@ void FabricForwarding::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin,
     flows::release_buffer(sw, pin, in_port);
     return;
   }
+  if (role == PortRole::kEdge && cfg_.proxy_arp && proxy_arp(sw, pin, *parsed, in_port)) return;
   if (eth.dst.is_multicast()) {
     flood(sw, pin, in_port);
     return;
@@ -186,6 +189,23 @@ void FabricForwarding::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin,
     return;
   }
   provision(sw, pin, *parsed, *hops, now);
+}
+
+// Only requests entering on an edge port: the flooded copies that reach other switches over
+// link ports must not be answered again.
+bool FabricForwarding::proxy_arp(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, uint32_t in_port) {
+  if (!p.arp || p.arp->op != pkt::kArpRequest) return false;
+  const auto mac = view_.mac_of(p.arp->tpa.value);
+  if (!mac || *mac == p.eth.src.value) return false;  // unknown, or a gratuitous ARP: flood it
+  const pkt::Bytes reply = pkt::arp_reply_for(*p.arp, pkt::Mac{*mac});
+  ofp::PacketOut po;
+  po.in_port = ofp::port::kController;
+  po.data = reply;  // encoded by send() before `reply` goes
+  po.actions.push_back(ofp::ActionOutput{in_port});
+  sw.send(std::move(po));
+  flows::release_buffer(sw, pin, in_port);
+  proxy_arps_.inc();
+  return true;
 }
 
 void FabricForwarding::flood(SwitchContext& sw, const ofp::PacketIn& pin, uint32_t in_port) {

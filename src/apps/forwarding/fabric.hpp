@@ -27,6 +27,7 @@ namespace sdn::apps {
 struct FabricCounters {
   uint64_t packet_ins = 0;
   uint64_t floods = 0;            // PacketOuts over the spanning tree (broadcast, multicast, unknown)
+  uint64_t proxy_arps = 0;        // ARP requests for known hosts answered by the controller
   uint64_t flood_dead_ends = 0;   // flood copies that arrived off the tree and were dropped
   uint64_t paths_installed = 0;   // paths whose every switch confirmed its flow (barrier)
   uint64_t paths_failed = 0;      // a switch refused the flow or went away
@@ -81,6 +82,8 @@ class FabricForwarding final : public southbound::App {
   };
 
   void flood(southbound::SwitchContext& sw, const ofp::PacketIn& pin, uint32_t in_port);
+  // Answers an ARP request on an edge port when the target is a known host; false otherwise.
+  bool proxy_arp(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, uint32_t in_port);
   void provision(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p,
                  const std::vector<topology::Hop>& hops, Clock::time_point now);
   void hop_done(const std::shared_ptr<PathJob>& job, bool ok);
@@ -117,7 +120,7 @@ class FabricForwarding final : public southbound::App {
   absl::flat_hash_map<FlowKey, uint64_t> by_flow_;       // first hop's flow -> cookie
   uint64_t next_path_ = 0;
   data::Due::Subscription sub_;
-  Stat packet_ins_, floods_, flood_dead_ends_, flows_installed_, drops_, no_path_, not_ready_, parse_errors_, ignored_, reroutes_, flows_removed_, topology_records_, topology_errors_;
+  Stat packet_ins_, floods_, proxy_arps_, flood_dead_ends_, flows_installed_, drops_, no_path_, not_ready_, parse_errors_, ignored_, reroutes_, flows_removed_, topology_records_, topology_errors_;
   // Counters bumped from other shards' threads (batch confirmations).
   std::atomic<uint64_t> paths_ok_shared_{0}, paths_failed_shared_{0};
 };

@@ -67,6 +67,7 @@ ForwardingConfig read_forwarding_config(core::Config& cfg, std::string_view s) {
   }
   c.table_id = static_cast<uint8_t>(cfg.get_int(s, "table", c.table_id, 0, 254));
   c.flood_unknown = cfg.get_bool(s, "flood_unknown", c.flood_unknown);
+  c.proxy_arp = cfg.get_bool(s, "proxy_arp", c.proxy_arp);
   c.max_macs_per_switch =
       static_cast<size_t>(cfg.get_int(s, "max_macs_per_switch", static_cast<int64_t>(c.max_macs_per_switch), 1,
                                       10'000'000));

@@ -40,12 +40,14 @@ struct ForwardingConfig {
   uint64_t cookie = kForwardingCookie;    // must keep top byte 0x01 (see kForwardingCookieMask)
   uint8_t table_id = 0;
   bool flood_unknown = true;              // unknown unicast destination: flood (else drop)
+  bool proxy_arp = true;                  // fabric mode: answer ARP requests for known hosts
+                                          // from the controller instead of flooding them
   size_t max_macs_per_switch = 100000;    // learning stops at the cap (counted), flooding goes on
   bool clear_flows_on_connect = true;     // delete our cookie range when a switch (re)connects
 };
 
 // Reads section [forwarding]: mode ("fabric" or "learning"), idle_timeout, hard_timeout (seconds, 0..65535), priority
-// (0..65535), cookie (top byte must be 0x01), table (0..254), flood_unknown,
+// (0..65535), cookie (top byte must be 0x01), table (0..254), flood_unknown, proxy_arp,
 // max_macs_per_switch (1..10,000,000), clear_flows_on_connect. Bad values are reported
 // through cfg.finish() like every other layer's.
 ForwardingConfig read_forwarding_config(core::Config& cfg, std::string_view section = "forwarding");

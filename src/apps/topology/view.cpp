@@ -22,6 +22,7 @@ void TopologyView::apply(const TopologyRecord& r) {
             ports_.erase(x.dpid);
             paths_.remove_switch(x.dpid);
             absl::erase_if(hosts_, [&](const auto& kv) { return kv.second.at.dpid == x.dpid; });
+            absl::erase_if(by_ip_, [&](const auto& kv) { return !hosts_.contains(kv.second); });
             return;
           }
           auto& ports = ports_[x.dpid];
@@ -39,9 +40,16 @@ void TopologyView::apply(const TopologyRecord& r) {
           }
         } else {
           if (x.state == "gone") {
-            if (auto it = hosts_.find(x.mac); it != hosts_.end() && it->second.at == x.at) hosts_.erase(it);
+            if (auto it = hosts_.find(x.mac); it != hosts_.end() && it->second.at == x.at) {
+              if (auto ip = by_ip_.find(it->second.ipv4); ip != by_ip_.end() && ip->second == x.mac) by_ip_.erase(ip);
+              hosts_.erase(it);
+            }
           } else {
-            hosts_[x.mac] = HostLocation{x.at, x.ipv4};
+            HostLocation& loc = hosts_[x.mac];
+            if (loc.ipv4 != x.ipv4)
+              if (auto ip = by_ip_.find(loc.ipv4); ip != by_ip_.end() && ip->second == x.mac) by_ip_.erase(ip);
+            loc = HostLocation{x.at, x.ipv4};
+            if (x.ipv4 != 0) by_ip_[x.ipv4] = x.mac;
           }
         }
       },
@@ -74,6 +82,12 @@ std::vector<uint32_t> TopologyView::flood_ports(uint64_t dpid, uint32_t in_port)
 const HostLocation* TopologyView::host(uint64_t mac) const {
   auto it = hosts_.find(mac);
   return it == hosts_.end() ? nullptr : &it->second;
+}
+
+std::optional<uint64_t> TopologyView::mac_of(uint32_t ipv4) const {
+  auto it = by_ip_.find(ipv4);
+  if (it == by_ip_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<uint64_t> TopologyView::switches() const {

@@ -40,6 +40,8 @@ class TopologyView {
   // the tree (a copy that must die there) or is not settled yet.
   std::vector<uint32_t> flood_ports(uint64_t dpid, uint32_t in_port) const;
   const HostLocation* host(uint64_t mac) const;
+  // The MAC of the host last seen with this IPv4 address (for proxy ARP), if any.
+  std::optional<uint64_t> mac_of(uint32_t ipv4) const;
   size_t host_count() const { return hosts_.size(); }
   std::vector<uint64_t> switches() const;
   uint64_t records_applied() const { return applied_; }
@@ -48,6 +50,7 @@ class TopologyView {
   std::map<uint64_t, std::map<uint32_t, PortRole>> ports_;
   PathEngine paths_;
   absl::flat_hash_map<uint64_t, HostLocation> hosts_;
+  absl::flat_hash_map<uint32_t, uint64_t> by_ip_;
   uint64_t applied_ = 0;
 };
 

@@ -86,16 +86,19 @@ class Campus : public ::testing::Test {
 
   const Host& host(int i) const { return hosts_.at(static_cast<size_t>(i - 1)); }
 
-  // ARP who-has from a, reply from b, then an echo each way; each must reach exactly its target
-  // (the request: every other host, once).
+  // ARP who-has from a, reply from b, then an echo each way; each must reach exactly its target.
+  // The request reaches every other host once (flooded over the tree), or, when b is already
+  // known, only a: the controller's proxy-ARP answer.
   void converse(const Host& a, const Host& b) {
+    const bool known = svc_->core().host(b.mac.value).has_value();
     auto req = fabric_->send(a.name, pkt::arp_request(a.mac, a.ip, b.ip));
     std::vector<std::string> want;
     for (const auto& h : hosts_)
-      if (h.name != a.name) want.push_back(h.name);
+      if (h.name != a.name && !known) want.push_back(h.name);
+    if (known) want.push_back(a.name);
     std::sort(want.begin(), want.end());
     std::sort(req.received_by.begin(), req.received_by.end());
-    EXPECT_EQ(req.received_by, want) << "ARP broadcast from " << a.name;
+    EXPECT_EQ(req.received_by, want) << "ARP request from " << a.name << (known ? " (proxied)" : " (flooded)");
     expect_only(fabric_->send(b.name, pkt::arp_reply(b.mac, b.ip, a.mac, a.ip)), a);
     expect_only(fabric_->send(a.name, pkt::icmp_echo(a.mac, b.mac, a.ip, b.ip, false, 1, 1)), b);
     expect_only(fabric_->send(b.name, pkt::icmp_echo(b.mac, a.mac, b.ip, a.ip, true, 1, 1)), a);
@@ -148,6 +151,28 @@ TEST_F(Campus, BeforePortsSettleNothingIsFloodedAndLaterEveryPairTalks) {
   EXPECT_FALSE(fabric_->looped());
   EXPECT_EQ(sum(&FabricCounters::paths_failed), 0u);
   EXPECT_GT(sum(&FabricCounters::paths_installed), 0u);
+}
+
+TEST_F(Campus, ProxyArpAnswersForKnownHostsAtTheIngressOnly) {
+  fabric_->advance(milliseconds(2000));
+  converse(host(1), host(8));  // both known now
+  fabric_->clear_deliveries();
+  const size_t proxied = sum(&FabricCounters::proxy_arps);
+  auto d = fabric_->send("h3", pkt::arp_request(host(3).mac, host(3).ip, host(8).ip));
+  expect_only(d, host(3));
+  EXPECT_EQ(sum(&FabricCounters::proxy_arps), proxied + 1);
+  ASSERT_EQ(fabric_->deliveries().size(), 1u);
+  const Bytes& frame = fabric_->deliveries()[0].second;
+  auto parsed = pkt::parse(frame);
+  ASSERT_TRUE(parsed && parsed->arp);
+  EXPECT_EQ(parsed->arp->op, pkt::kArpReply);
+  EXPECT_EQ(parsed->arp->sha, host(8).mac);  // "10.0.0.8 is at h8's MAC"
+  EXPECT_EQ(parsed->arp->spa, host(8).ip);
+  EXPECT_EQ(parsed->arp->tha, host(3).mac);
+  EXPECT_EQ(parsed->eth.dst, host(3).mac);
+  // A gratuitous ARP (asking for its own address) is never answered: flooded to the 7 others.
+  auto g = fabric_->send("h8", pkt::arp_request(host(8).mac, host(8).ip, host(8).ip));
+  EXPECT_EQ(g.received_by.size(), 7u) << ::testing::PrintToString(g.received_by);
 }
 
 TEST_F(Campus, TheWholePathIsInstalledOnTheFirstPacket) {
