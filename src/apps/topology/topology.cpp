@@ -25,6 +25,8 @@ TopologyConfig read_topology_config(core::Config& cfg, std::string_view s) {
   c.lldp_interval = std::chrono::milliseconds(cfg.get_int(s, "lldp_interval_ms", c.lldp_interval.count(), 100, 60000));
   c.link_timeout = std::chrono::milliseconds(cfg.get_int(s, "link_timeout_ms", c.link_timeout.count(), 200, 600000));
   c.port_settle = std::chrono::milliseconds(cfg.get_int(s, "port_settle_ms", c.port_settle.count(), 0, 60000));
+  c.edge_probe_rounds =
+      static_cast<uint32_t>(cfg.get_int(s, "edge_probe_rounds", c.edge_probe_rounds, 1, 1000));
   c.max_hosts = static_cast<size_t>(cfg.get_int(s, "max_hosts", static_cast<int64_t>(c.max_hosts), 1, 10'000'000));
   if (c.link_timeout <= c.lldp_interval)
     cfg.add_problem(std::string(s) + ".link_timeout_ms: must be longer than lldp_interval_ms");

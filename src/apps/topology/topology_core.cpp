@@ -49,9 +49,12 @@ void TopologyCore::set_role(PortRef p, PortState& ps, PortRole role, Clock::time
   changed_switch(p.dpid);
 }
 
-void TopologyCore::queue_probes(uint64_t dpid, SwitchState& s) {
+// Link and pending ports every round; settled edge ports only every edge_probe_rounds-th round:
+// a cable plugged into an edge port brings the far port up, and that port's own probe (sent at
+// once) reports the link, so edges need no fast probing, and at 500 hosts most ports are edges.
+void TopologyCore::queue_probes(uint64_t dpid, SwitchState& s, bool all) {
   for (const auto& [no, ps] : s.ports)
-    if (ps.role != PortRole::kDown) probes_.push_back(PortRef{dpid, no});
+    if (ps.role != PortRole::kDown && (all || ps.role != PortRole::kEdge)) probes_.push_back(PortRef{dpid, no});
 }
 
 void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now) {
@@ -70,7 +73,7 @@ void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports,
     if (ps.role == PortRole::kPending) ++pending_;
   }
   // Probe at once: a peer that is already up reports the link within one round trip.
-  queue_probes(dpid, s);
+  queue_probes(dpid, s, true);
   s.next_probe = now + cfg_.lldp_interval;
   changed_switch(dpid);
 }
@@ -221,7 +224,7 @@ void TopologyCore::host_seen(uint64_t mac, uint32_t ipv4, PortRef at, Clock::tim
 void TopologyCore::tick(Clock::time_point now) {
   for (auto& [dpid, s] : switches_) {
     if (now < s.next_probe) continue;
-    queue_probes(dpid, s);
+    queue_probes(dpid, s, ++s.rounds % std::max<uint32_t>(cfg_.edge_probe_rounds, 1) == 0);
     s.next_probe = now + cfg_.lldp_interval;
   }
   std::vector<Link> expired;

@@ -27,6 +27,7 @@ struct TopologyConfig {
   // A port that comes up is kPending for this long (no flooding, no host learning on it) unless
   // an LLDP probe shows it is a link: what keeps a not-yet-discovered loop from storming.
   std::chrono::milliseconds port_settle{2000};
+  uint32_t edge_probe_rounds = 5;                 // settled edge ports: every 5th round only
   std::chrono::milliseconds tick{100};            // how often the app calls tick()
   size_t max_hosts = 100000;                      // beyond: not tracked, counted
 };
@@ -100,6 +101,7 @@ class TopologyCore {
   struct SwitchState {
     std::map<uint32_t, PortState> ports;
     Clock::time_point next_probe{};
+    uint32_t rounds = 0;
   };
   struct LinkState {
     Clock::time_point last_seen{};
@@ -111,7 +113,7 @@ class TopologyCore {
   void remove_links_on(PortRef p, const std::string& reason, Clock::time_point now);
   void remove_hosts_where(PortRef p, bool whole_switch, const std::string& reason);
   void changed_switch(uint64_t dpid);
-  void queue_probes(uint64_t dpid, SwitchState& s);
+  void queue_probes(uint64_t dpid, SwitchState& s, bool all);
   PortState* port(PortRef p);
 
   TopologyConfig cfg_;

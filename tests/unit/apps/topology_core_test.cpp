@@ -63,6 +63,22 @@ TEST_F(Core, NewSwitchIsProbedOnEveryPortAtOnceThenEveryInterval) {
   EXPECT_EQ(core_.figures().lldp_sent, 6u);
 }
 
+TEST_F(Core, SettledEdgePortsAreProbedEveryFifthRoundOnly) {
+  core_.switch_up(1, ports({1, 2}), now_);
+  core_.switch_up(2, ports({1}), now_);
+  core_.lldp_received({1, 2}, {2, 1}, now_);
+  at(2000);  // 1:1 settled as an edge; 1:2 and 2:1 are link ports
+  core_.take_probes();
+  std::vector<size_t> per_round;
+  for (int r = 3; r <= 12; ++r) {
+    at(r * 1000);
+    core_.lldp_received({1, 2}, {2, 1}, now_);
+    per_round.push_back(core_.take_probes().size());
+  }
+  // Link ports (2) every round; the edge port joins on every 5th round of each switch.
+  EXPECT_EQ(per_round, (std::vector<size_t>{2, 2, 2, 3, 2, 2, 2, 2, 3, 2}));  // rounds 2..11 after up
+}
+
 TEST_F(Core, PortsArePendingUntilSettledThenEdge) {
   core_.switch_up(1, ports({1, 2}), now_);
   EXPECT_EQ(core_.role({1, 1}), PortRole::kPending);
