@@ -131,30 +131,16 @@ FabricCounters FabricForwarding::counters() const {
 void FabricForwarding::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) {
   packet_ins_.inc();
   const uint32_t in_port = pin.in_port();
-  if (!flows::valid_in_port(in_port)) {
-    drops_.inc();
-    return;
+  flows::Screened sc = flows::screen(sw.dpid(), pin);
+  switch (sc.verdict) {
+    case flows::Verdict::kForward: break;
+    case flows::Verdict::kBadInPort: drops_.inc(); return;
+    case flows::Verdict::kUnparsable: parse_errors_.inc(); flows::release_buffer(sw, pin, in_port); return;
+    case flows::Verdict::kNotOurs: ignored_.inc(); flows::release_buffer(sw, pin, in_port); return;
+    case flows::Verdict::kBadSource: drops_.inc(); flows::release_buffer(sw, pin, in_port); return;
   }
-  const pkt::ParseOptions opt{pin.data.size() < pin.total_len};
-  auto parsed = pkt::parse(pin.data, opt);
-  if (!parsed) {
-    parse_errors_.inc();
-    SDN_LOG_RATELIMITED(spdlog::level::debug, "forwarding: dpid {:016x} port {}: unparsable frame: {}", sw.dpid(),
-                        in_port, pkt::to_string(parsed.error()));
-    flows::release_buffer(sw, pin, in_port);
-    return;
-  }
+  const pkt::Parsed* parsed = &*sc.parsed;
   const pkt::Ethernet& eth = parsed->eth;
-  if (eth.dst.is_link_local() || eth.ethertype == pkt::ethertype::kLldp) {
-    ignored_.inc();
-    flows::release_buffer(sw, pin, in_port);
-    return;
-  }
-  if (eth.src.is_multicast() || eth.src.is_zero()) {
-    drops_.inc();
-    flows::release_buffer(sw, pin, in_port);
-    return;
-  }
   const PortRef at{sw.dpid(), in_port};
   const auto role = view_.role(at);
   if (role != PortRole::kEdge && role != PortRole::kLink) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 
 #include "apps/forwarding/forwarding.hpp"
 #include "ofp/message.hpp"
@@ -37,6 +38,20 @@ inline void release_buffer(southbound::SwitchContext& sw, const ofp::PacketIn& p
   po.in_port = in_port;
   sw.send(std::move(po));
 }
+
+// What every forwarding mode checks before it looks at a frame's destination.
+enum class Verdict : uint8_t {
+  kForward,      // a station's frame to act on (`parsed` is set)
+  kBadInPort,    // a reserved/zero in_port: a switch bug, nothing to release
+  kUnparsable,   // pkt::parse refused it (logged at debug, rate-limited)
+  kNotOurs,      // LLDP or an 802.1D link-local group frame (never bridged; topology's)
+  kBadSource,    // multicast or zero source address: not a station
+};
+struct Screened {
+  Verdict verdict = Verdict::kForward;
+  std::optional<pkt::Parsed> parsed;  // views pin.data
+};
+Screened screen(uint64_t dpid, const ofp::PacketIn& pin);
 
 // A non-strict DELETE limited to the app's table and cookie range; callers add match/out_port.
 inline ofp::FlowMod delete_mod(const ForwardingConfig& cfg) {

@@ -23,6 +23,33 @@ using flows::valid_in_port;
 
 namespace flows {
 
+Screened screen(uint64_t dpid, const ofp::PacketIn& pin) {
+  Screened out;
+  const uint32_t in_port = pin.in_port();
+  if (!valid_in_port(in_port)) {
+    out.verdict = Verdict::kBadInPort;
+    return out;
+  }
+  // A switch may cut the data at max_len; total_len still says how long the frame was.
+  const pkt::ParseOptions opt{pin.data.size() < pin.total_len};
+  auto parsed = pkt::parse(pin.data, opt);
+  if (!parsed) {
+    SDN_LOG_RATELIMITED(spdlog::level::debug, "forwarding: dpid {:016x} port {}: unparsable frame: {}", dpid, in_port,
+                        pkt::to_string(parsed.error()));
+    out.verdict = Verdict::kUnparsable;
+    return out;
+  }
+  const pkt::Ethernet& eth = parsed->eth;
+  // 802.1D reserved groups (STP, LACP, LLDP) are never bridged; LLDP belongs to topology.
+  if (eth.dst.is_link_local() || eth.ethertype == pkt::ethertype::kLldp) {
+    out.verdict = Verdict::kNotOurs;
+  } else if (eth.src.is_multicast() || eth.src.is_zero()) {  // not a station address: do not learn
+    out.verdict = Verdict::kBadSource;
+  }
+  out.parsed = *parsed;
+  return out;
+}
+
 ofp::FlowMod exact_flow(const ForwardingConfig& cfg, const pkt::Parsed& p, uint32_t in_port, uint32_t out_port,
                         uint32_t buffer_id) {
   const pkt::Ethernet& eth = p.eth;
@@ -131,32 +158,16 @@ void Forwarding::on_switch_down(uint64_t dpid) { switches_.erase(dpid); }
 void Forwarding::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point /*now*/) {
   packet_ins_.inc();
   const uint32_t in_port = pin.in_port();
-  if (!valid_in_port(in_port)) {
-    drops_.inc();
-    return;
+  flows::Screened sc = flows::screen(sw.dpid(), pin);
+  switch (sc.verdict) {
+    case flows::Verdict::kForward: break;
+    case flows::Verdict::kBadInPort: drops_.inc(); return;
+    case flows::Verdict::kUnparsable: parse_errors_.inc(); drop(sw, pin, in_port); return;
+    case flows::Verdict::kNotOurs: ignored_.inc(); drop(sw, pin, in_port); return;
+    case flows::Verdict::kBadSource: drops_.inc(); drop(sw, pin, in_port); return;
   }
-  // A switch may cut the data at max_len; total_len still says how long the frame was.
-  const pkt::ParseOptions opt{pin.data.size() < pin.total_len};
-  auto parsed = pkt::parse(pin.data, opt);
-  if (!parsed) {
-    parse_errors_.inc();
-    SDN_LOG_RATELIMITED(spdlog::level::debug, "forwarding: dpid {:016x} port {}: unparsable frame: {}", sw.dpid(),
-                        in_port, pkt::to_string(parsed.error()));
-    drop(sw, pin, in_port);
-    return;
-  }
+  const pkt::Parsed* parsed = &*sc.parsed;
   const pkt::Ethernet& eth = parsed->eth;
-  // 802.1D reserved groups (STP, LACP, LLDP) are never bridged; LLDP belongs to topology.
-  if (eth.dst.is_link_local() || eth.ethertype == pkt::ethertype::kLldp) {
-    ignored_.inc();
-    drop(sw, pin, in_port);
-    return;
-  }
-  if (eth.src.is_multicast() || eth.src.is_zero()) {  // not a station address: do not learn
-    drops_.inc();
-    drop(sw, pin, in_port);
-    return;
-  }
 
   SwitchTable& table = switches_[sw.dpid()];
   learn(sw, table, eth.src, in_port);
