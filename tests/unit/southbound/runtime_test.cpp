@@ -27,13 +27,19 @@ using test::RawSwitch;
 // A test app whose behaviour the test sets before start; called on shard threads only.
 struct Hooks {
   std::function<void(SwitchContext&, const ofp::PacketIn&)> on_packet_in;
-  std::atomic<int> ups{0}, downs{0}, packet_ins{0};
+  std::atomic<int> ups{0}, downs{0}, packet_ins{0}, starts{0}, stops{0};
+  std::atomic<Runtime*> runtime{nullptr};
 };
 
 class HookApp : public App {
  public:
   explicit HookApp(Hooks& h) : h_(h) {}
   std::string_view name() const override { return "hooks"; }
+  void on_start(Runtime& rt, unsigned) override {
+    h_.runtime = &rt;
+    h_.starts++;
+  }
+  void on_stop() override { h_.stops++; }
   void on_switch_up(SwitchContext&) override { h_.ups++; }
   void on_switch_down(uint64_t) override { h_.downs++; }
   void on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point) override {
@@ -119,6 +125,55 @@ TEST_F(RuntimeTest, HandshakeInstallsTableMissAndRegistersSwitch) {
   sw.close();
   ASSERT_TRUE(eventually([&] { return hooks_.downs == 1 && ctl_->switch_count() == 0; }));
   EXPECT_EQ(gauge("southbound.switches.up"), 0);
+}
+
+// Apps reach switches owned by other shards, and other shards, through the Runtime.
+TEST_F(RuntimeTest, AppsReachOtherShardsSwitchesThroughTheRuntime) {
+  std::atomic<uint64_t> seen_dpid{0};
+  std::atomic<int> on_right_thread{0}, timer_fired{0};
+  hooks_.on_packet_in = [&](SwitchContext& sw, const ofp::PacketIn&) {
+    Runtime* rt = hooks_.runtime.load();
+    const uint64_t other = sw.dpid() == 0xa ? 0xb : 0xa;
+    EXPECT_FALSE(rt->with_switch(0xdead, [](SwitchContext&) { ADD_FAILURE() << "no such switch"; }));
+    // The other switch lives on the other shard (round-robin accept): posted there.
+    EXPECT_TRUE(rt->with_switch(other, [&, other](SwitchContext& o) {
+      seen_dpid = o.dpid();
+      if (pool_->at(ctl_->switches()[0].dpid == other ? ctl_->switches()[0].shard : ctl_->switches()[1].shard).on_shard())
+        on_right_thread++;
+      ofp::PacketOut po;
+      po.actions.push_back(ofp::ActionOutput{2});
+      o.send(std::move(po));
+    }));
+    rt->call_after(1, 20ms, [&] {
+      if (pool_->at(1).on_shard()) timer_fired++;
+    });
+  };
+  start();
+  ASSERT_TRUE(eventually([&] { return hooks_.starts == 2; }));  // one instance per shard
+  EXPECT_EQ(ctl_->shard_count(), 2u);
+  RawSwitch a(port_), b(port_);
+  ASSERT_TRUE(a.handshake(0xa));
+  ASSERT_TRUE(b.handshake(0xb));
+  ASSERT_TRUE(eventually([&] { return hooks_.ups == 2; }));
+  auto sws = ctl_->switches();
+  ASSERT_EQ(sws.size(), 2u);
+  EXPECT_NE(sws[0].shard, sws[1].shard);
+  const std::vector<uint8_t> frame(60, 0x11);
+  a.send(77, packet_in(frame));
+  auto po = b.recv_type(ofp::Type::kPacketOut);
+  ASSERT_TRUE(po) << "the PacketOut sent through with_switch never reached switch b";
+  EXPECT_EQ(std::get<ofp::ActionOutput>(std::get<ofp::PacketOut>(po->body).actions.at(0)).port, 2u);
+  EXPECT_EQ(seen_dpid.load(), 0xbu);
+  EXPECT_EQ(on_right_thread.load(), 1);
+  ASSERT_TRUE(eventually([&] { return timer_fired == 1; }));
+  ctl_->stop();
+  EXPECT_EQ(hooks_.stops.load(), 2);
+  // After stop, nothing more runs.
+  std::atomic<int> late{0};
+  ctl_->post(0, [&] { late++; });
+  EXPECT_FALSE(ctl_->with_switch(0xa, [&](SwitchContext&) { late++; }));
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(late.load(), 0);
 }
 
 TEST_F(RuntimeTest, HelloOfOlderVersionGetsHelloFailedAndClose) {
