@@ -157,7 +157,7 @@ rss_kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$CTRL_PID/status" 2>/dev/null || ec
 echo "controller RSS now (from /proc/$CTRL_PID/status): $rss_kb kB"
 
 phase "summary"
-grep -E '^pingpairs: ' "$WORK/pingpairs.txt" 2>/dev/null || true
+grep -E '^pingpairs: ([0-9]+/|first|steady)' "$WORK/pingpairs.txt" 2>/dev/null || true
 grep -E '^pingall: ([0-9]+/|first|steady)' "$WORK/pingall.txt" || true
 python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["metrics"]["histograms"].get("forwarding.path_setup")
 h and print("reactive path provisioning (PacketIn -> every hop confirmed): %d paths, p50 %.0f us, p99 %.0f us, max %.0f us" % (h["count"], h["p50_us"], h["p99_us"], h["max_us"]))' "$STATS" || true
