@@ -155,8 +155,8 @@ void FabricForwarding::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin,
   }
   const topology::HostLocation* dst = view_.host(eth.dst.value);
   if (dst == nullptr) {
-    if (cfg_.flood_unknown) {
-      flood(sw, pin, in_port);
+    if (cfg_.flood_unknown && role == PortRole::kEdge) {
+      flood_to_edges(sw, pin, in_port);
     } else {
       drops_.inc();
       flows::release_buffer(sw, pin, in_port);
@@ -205,6 +205,33 @@ void FabricForwarding::flood(SwitchContext& sw, const ofp::PacketIn& pin, uint32
   ofp::PacketOut po = flows::packet_out(pin, in_port);
   for (uint32_t p : ports) po.actions.push_back(ofp::ActionOutput{p});
   sw.send(std::move(po));
+}
+
+// Unknown unicast is not flooded hop by hop over the tree: a copy reaching a switch whose view
+// already knows the destination would install a path from there while other branches do the
+// same, and the host would get the frame twice. The controller writes it straight out of every
+// edge port of every switch instead (one copy each, no further PacketIn); no flow is installed.
+void FabricForwarding::flood_to_edges(SwitchContext& sw, const ofp::PacketIn& pin, uint32_t in_port) {
+  floods_.inc();
+  auto frame = std::make_shared<const std::vector<uint8_t>>(pin.data.begin(), pin.data.end());
+  flows::release_buffer(sw, pin, in_port);  // a buffered original is dropped: the copies carry the data
+  for (uint64_t dpid : view_.switches()) {
+    std::vector<uint32_t> edges = view_.edge_ports(dpid);
+    if (dpid == sw.dpid()) std::erase(edges, in_port);
+    if (edges.empty()) continue;
+    ofp::PacketOut po;
+    po.in_port = dpid == sw.dpid() ? in_port : ofp::port::kController;
+    for (uint32_t p : edges) po.actions.push_back(ofp::ActionOutput{p});
+    auto send = [po = std::move(po), frame](SwitchContext& s) mutable {
+      po.data = *frame;
+      s.send(std::move(po));
+    };
+    if (dpid == sw.dpid()) {
+      send(sw);
+    } else if (rt_ != nullptr) {
+      rt_->with_switch(dpid, std::move(send));
+    }
+  }
 }
 
 // One batch (FlowMod + barrier) per hop, each on its switch's own shard; the packet rides in the

@@ -26,7 +26,7 @@ namespace sdn::apps {
 
 struct FabricCounters {
   uint64_t packet_ins = 0;
-  uint64_t floods = 0;            // PacketOuts over the spanning tree (broadcast, multicast, unknown)
+  uint64_t floods = 0;            // broadcast/multicast over the spanning tree, unknown unicast to every edge port
   uint64_t proxy_arps = 0;        // ARP requests for known hosts answered by the controller
   uint64_t flood_dead_ends = 0;   // flood copies that arrived off the tree and were dropped
   uint64_t paths_installed = 0;   // paths whose every switch confirmed its flow (barrier)
@@ -82,6 +82,7 @@ class FabricForwarding final : public southbound::App {
   };
 
   void flood(southbound::SwitchContext& sw, const ofp::PacketIn& pin, uint32_t in_port);
+  void flood_to_edges(southbound::SwitchContext& sw, const ofp::PacketIn& pin, uint32_t in_port);
   // Answers an ARP request on an edge port when the target is a known host; false otherwise.
   bool proxy_arp(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, uint32_t in_port);
   void provision(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p,

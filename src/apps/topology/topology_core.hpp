@@ -58,7 +58,7 @@ struct Figures {
   uint64_t hosts_ignored = 0;      // sightings on a pending or link port
   uint64_t host_cap_exceeded = 0;
   uint64_t version = 0;            // bumps on every change
-  // RFC 8456 5.1.1 network topology discovery time: first switch up -> last link discovered.
+  // RFC 8456 network topology discovery time: first switch up -> last link discovered.
   std::optional<Clock::duration> discovery;
 };
 

@@ -79,6 +79,14 @@ std::vector<uint32_t> TopologyView::flood_ports(uint64_t dpid, uint32_t in_port)
   return out;
 }
 
+std::vector<uint32_t> TopologyView::edge_ports(uint64_t dpid) const {
+  std::vector<uint32_t> out;
+  if (auto s = ports_.find(dpid); s != ports_.end())
+    for (const auto& [p, role] : s->second)
+      if (role == PortRole::kEdge) out.push_back(p);
+  return out;
+}
+
 const HostLocation* TopologyView::host(uint64_t mac) const {
   auto it = hosts_.find(mac);
   return it == hosts_.end() ? nullptr : &it->second;

@@ -39,6 +39,8 @@ class TopologyView {
   // spanning-tree link port of the switch, except in_port. Empty when in_port is a link port off
   // the tree (a copy that must die there) or is not settled yet.
   std::vector<uint32_t> flood_ports(uint64_t dpid, uint32_t in_port) const;
+  // The settled edge ports of a switch, sorted.
+  std::vector<uint32_t> edge_ports(uint64_t dpid) const;
   const HostLocation* host(uint64_t mac) const;
   // The MAC of the host last seen with this IPv4 address (for proxy ARP), if any.
   std::optional<uint64_t> mac_of(uint32_t ipv4) const;

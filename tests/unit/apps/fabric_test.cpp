@@ -175,6 +175,16 @@ TEST_F(Campus, ProxyArpAnswersForKnownHostsAtTheIngressOnly) {
   EXPECT_EQ(g.received_by.size(), 7u) << ::testing::PrintToString(g.received_by);
 }
 
+TEST_F(Campus, UnknownUnicastReachesEveryEdgePortOnceAndInstallsNothing) {
+  fabric_->advance(milliseconds(2000));
+  const Mac stranger{0x0000000000ffULL};
+  auto d = fabric_->send("h1", pkt::icmp_echo(host(1).mac, stranger, host(1).ip, pkt::ipv4(10, 0, 0, 99), false, 1, 1));
+  std::sort(d.received_by.begin(), d.received_by.end());
+  EXPECT_EQ(d.received_by, (std::vector<std::string>{"h2", "h3", "h4", "h5", "h6", "h7", "h8"}));
+  EXPECT_EQ(d.packet_ins, 1u);  // only the ingress asked: the copies went straight out of edge ports
+  for (uint64_t s = 1; s <= 7; ++s) EXPECT_TRUE(fabric_->sw(s).flows_in_cookie_range(kForwardingCookie, kForwardingCookieMask).empty());
+}
+
 TEST_F(Campus, TheWholePathIsInstalledOnTheFirstPacket) {
   fabric_->advance(milliseconds(2000));
   const Host &a = host(1), &b = host(8);  // s4 -> s7, 3 hops: s4, an aggregation switch, s7
