@@ -111,8 +111,12 @@ print(ok, len(res), "%.3f %.3f %.3f %.3f %.3f %.3f" % (m(f), q(f, .5), q(f, .95)
 PY
 )
 sleep 1.2
-R[path_setup]=$(python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["metrics"]["histograms"].get("forwarding.path_setup",{})
-print("count %d, p50 %.0f us, p90 %.0f us, p99 %.0f us, max %.0f us" % (h.get("count",0), h.get("p50_us",0), h.get("p90_us",0), h.get("p99_us",0), h.get("max_us",0)))' "$STATS")
+hist() {   # hist NAME: a histogram of the stats file in one line
+  python3 -c 'import json,sys; h=json.load(open(sys.argv[1]))["metrics"]["histograms"].get(sys.argv[2],{})
+print("count %d, p50 %.0f us, p90 %.0f us, p99 %.0f us, max %.0f us" % (h.get("count",0), h.get("p50_us",0), h.get("p90_us",0), h.get("p99_us",0), h.get("max_us",0)))' "$STATS" "$1"
+}
+R[path_setup]=$(hist forwarding.path_setup)
+R[packet_in_service]=$(hist southbound.packet_in.service)
 
 # ---- provisioning rate: delete our flows everywhere, then every pair pings once, all at once
 for sw in $(python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(open(sys.argv[1]))["switches"]))' "$MANIFEST"); do
@@ -174,6 +178,7 @@ printf '%-34s %s\n' "build (testbed up)" "$(fmt_ms "${R[build_ms]}")" \
   "first-packet RTT mean/p50/p95" "${R[first_mean]} / ${R[first_p50]} / ${R[first_p95]} ms" \
   "steady RTT mean/p50/p95" "${R[steady_mean]} / ${R[steady_p50]} / ${R[steady_p95]} ms" \
   "path provisioning time (controller)" "${R[path_setup]}" \
+  "PacketIn service time (read -> reply written)" "${R[packet_in_service]}" \
   "burst of fresh paths" "${R[burst_paths]} in ${R[burst_ms]} ms = ${R[burst_rate]} paths/s" \
   "change detection: port down" "${R[detect_port_status_ms]} ms" \
   "change detection: silent cut" "${R[detect_lldp_timeout_ms]} ms" \
