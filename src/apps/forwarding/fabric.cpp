@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "apps/forwarding/flows.hpp"
-#include "pkt/build.hpp"
 #include "core/log.hpp"
+#include "pkt/build.hpp"
 
 namespace sdn::apps {
 
