@@ -4,7 +4,10 @@
 
 #include <algorithm>
 
+#include "apps/forwarding/forwarding.hpp"
+#include "apps/topology/topology.hpp"
 #include "apps/topology/topology_core.hpp"
+#include "core/config.hpp"
 #include "apps/topology/view.hpp"
 #include "apps/topology/wire.hpp"
 
@@ -12,6 +15,9 @@ namespace sdn::apps::topology {
 namespace {
 
 using std::chrono::milliseconds;
+using apps::ForwardingConfig;
+using apps::ForwardingMode;
+using apps::read_forwarding_config;
 
 ofp::Port port(uint32_t no, bool up = true) {
   ofp::Port p;
@@ -308,6 +314,52 @@ TEST(View, FloodPortsAreEdgesPlusTreeLinksAndNothingFromOffTree) {
   v.apply(SwitchRecord{3, false, {}});
   EXPECT_EQ(v.host(0xa1), nullptr);
   EXPECT_FALSE(v.paths().has_switch(3));
+}
+
+}  // namespace
+}  // namespace sdn::apps::topology
+
+// ---------------------------------------------------------------- config (topology + forwarding modes)
+
+namespace sdn::apps::topology {
+namespace {
+
+TEST(Config, TopologySectionAndForwardingModeAreReadAndChecked) {
+  auto cfg = core::Config::parse(R"(
+[topology]
+lldp_interval_ms = 500
+link_timeout_ms = 1600
+port_settle_ms = 700
+edge_probe_rounds = 3
+max_hosts = 42
+[forwarding]
+mode = "learning"
+proxy_arp = false
+)");
+  ASSERT_TRUE(cfg) << cfg.error();
+  TopologyConfig t = read_topology_config(*cfg);
+  EXPECT_EQ(t.lldp_interval, milliseconds(500));
+  EXPECT_EQ(t.link_timeout, milliseconds(1600));
+  EXPECT_EQ(t.port_settle, milliseconds(700));
+  EXPECT_EQ(t.edge_probe_rounds, 3u);
+  EXPECT_EQ(t.max_hosts, 42u);
+  ForwardingConfig f = read_forwarding_config(*cfg);
+  EXPECT_EQ(f.mode, ForwardingMode::kLearning);
+  EXPECT_FALSE(f.proxy_arp);
+  EXPECT_TRUE(cfg->finish().empty());
+
+  auto bad = core::Config::parse("[topology]\nlldp_interval_ms = 2000\nlink_timeout_ms = 1000\nnope = 1\n"
+                                 "[forwarding]\nmode = \"hub\"\n");
+  ASSERT_TRUE(bad);
+  (void)read_topology_config(*bad);
+  EXPECT_EQ(read_forwarding_config(*bad).mode, ForwardingMode::kFabric);  // refused: the default stays
+  auto problems = bad->finish();
+  auto has = [&](std::string_view what) {
+    return std::any_of(problems.begin(), problems.end(), [&](const std::string& p) { return p.find(what) != std::string::npos; });
+  };
+  EXPECT_TRUE(has("link_timeout_ms")) << ::testing::PrintToString(problems);
+  EXPECT_TRUE(has("mode")) << ::testing::PrintToString(problems);
+  EXPECT_TRUE(has("nope")) << ::testing::PrintToString(problems);
 }
 
 }  // namespace
