@@ -89,6 +89,10 @@ void FabricForwarding::remove_path(uint64_t cookie) {
   del.cookie_mask = ~uint64_t{0};
   if (rt_ != nullptr)
     for (const Hop& h : it->second.hops) rt_->with_switch(h.dpid, [del](SwitchContext& sw) { sw.send(del); });
+  forget_path(it);
+}
+
+void FabricForwarding::forget_path(absl::flat_hash_map<uint64_t, InstalledPath>::iterator it) {
   by_flow_.erase(it->second.key);
   paths_.erase(it);
 }
@@ -97,10 +101,8 @@ void FabricForwarding::on_switch_down(uint64_t dpid) {
   std::vector<uint64_t> gone;
   for (const auto& [cookie, path] : paths_)
     if (path.hops.front().dpid == dpid) gone.push_back(cookie);
-  for (uint64_t c : gone) {
-    by_flow_.erase(paths_[c].key);
-    paths_.erase(c);  // its flows went with the switch; the other hops expire (or links go down)
-  }
+  // Their flows went with the switch; the other hops expire (or their links go down).
+  for (uint64_t c : gone) forget_path(paths_.find(c));
 }
 
 void FabricForwarding::on_switch_up(SwitchContext& sw) {
@@ -305,10 +307,7 @@ void FabricForwarding::on_flow_removed(SwitchContext& sw, const ofp::FlowRemoved
   flows_removed_.inc();
   // The first hop's flow expired: the path is over (the others expire with it, same traffic).
   auto it = paths_.find(fr.cookie);
-  if (it != paths_.end() && it->second.hops.front().dpid == sw.dpid()) {
-    by_flow_.erase(it->second.key);
-    paths_.erase(it);
-  }
+  if (it != paths_.end() && it->second.hops.front().dpid == sw.dpid()) forget_path(it);
 }
 
 }  // namespace sdn::apps

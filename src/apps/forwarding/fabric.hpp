@@ -69,11 +69,7 @@ class FabricForwarding final : public southbound::App {
   void apply_topology(std::string_view key, const nlohmann::json& value);
 
  private:
-  struct Stat {
-    std::atomic<uint64_t> v{0};
-    void inc(uint64_t n = 1) { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-    uint64_t get() const { return v.load(std::memory_order_relaxed); }
-  };
+  using Stat = ShardStat;
   // Completion of one path across shards (callbacks run on each hop's shard).
   struct PathJob {
     std::atomic<size_t> remaining{0};
@@ -110,6 +106,8 @@ class FabricForwarding final : public southbound::App {
     FlowKey key;
     std::vector<topology::Hop> hops;
   };
+  // Drops a path from both indexes (its flows are already gone or expiring).
+  void forget_path(absl::flat_hash_map<uint64_t, InstalledPath>::iterator it);
 
   ForwardingConfig cfg_;
   std::shared_ptr<data::Due> due_;

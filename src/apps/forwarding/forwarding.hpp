@@ -67,6 +67,14 @@ struct ForwardingCounters {
   uint64_t flows_removed = 0;      // FlowRemoved received for our cookie range
 };
 
+// An app counter with a single writer (its shard) and any reader: relaxed load + store, no
+// read-modify-write on the hot path.
+struct ShardStat {
+  std::atomic<uint64_t> v{0};
+  void inc(uint64_t n = 1) { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  uint64_t get() const { return v.load(std::memory_order_relaxed); }
+};
+
 class Forwarding final : public southbound::App {
  public:
   using Clock = southbound::Clock;
@@ -91,12 +99,7 @@ class Forwarding final : public southbound::App {
   static southbound::AppFactory factory(ForwardingConfig cfg);
 
  private:
-  // Single writer (the shard), any reader: relaxed load+store, no read-modify-write.
-  struct Stat {
-    std::atomic<uint64_t> v{0};
-    void inc() { v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
-    uint64_t get() const { return v.load(std::memory_order_relaxed); }
-  };
+  using Stat = ShardStat;
   struct SwitchTable {
     absl::flat_hash_map<uint64_t, uint32_t> macs;  // eth addr -> port
   };

@@ -2,6 +2,7 @@
 #include "apps/topology/topology_core.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "pkt/addr.hpp"
 
@@ -22,11 +23,15 @@ bool TopologyCore::port_is_up(const ofp::Port& p) {
   return (p.state & ofp::kPortStateLinkDown) == 0 && (p.config & ofp::kPortConfigPortDown) == 0;
 }
 
-TopologyCore::PortState* TopologyCore::port(PortRef p) {
+const TopologyCore::PortState* TopologyCore::port(PortRef p) const {
   auto s = switches_.find(p.dpid);
   if (s == switches_.end()) return nullptr;
   auto it = s->second.ports.find(p.port);
   return it == s->second.ports.end() ? nullptr : &it->second;
+}
+
+TopologyCore::PortState* TopologyCore::port(PortRef p) {
+  return const_cast<PortState*>(std::as_const(*this).port(p));
 }
 
 void TopologyCore::changed_switch(uint64_t dpid) {
@@ -246,19 +251,13 @@ std::vector<PortRef> TopologyCore::take_probes() {
 }
 
 std::optional<PortRole> TopologyCore::role(PortRef p) const {
-  auto s = switches_.find(p.dpid);
-  if (s == switches_.end()) return std::nullopt;
-  auto it = s->second.ports.find(p.port);
-  if (it == s->second.ports.end()) return std::nullopt;
-  return it->second.role;
+  const PortState* ps = port(p);
+  return ps ? std::optional(ps->role) : std::nullopt;
 }
 
 std::optional<uint64_t> TopologyCore::port_hw_addr(PortRef p) const {
-  auto s = switches_.find(p.dpid);
-  if (s == switches_.end()) return std::nullopt;
-  auto it = s->second.ports.find(p.port);
-  if (it == s->second.ports.end()) return std::nullopt;
-  return it->second.hw_addr;
+  const PortState* ps = port(p);
+  return ps ? std::optional(ps->hw_addr) : std::nullopt;
 }
 
 std::vector<Link> TopologyCore::links() const {

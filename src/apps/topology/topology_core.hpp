@@ -114,6 +114,7 @@ class TopologyCore {
   void remove_hosts_where(PortRef p, bool whole_switch, const std::string& reason);
   void changed_switch(uint64_t dpid);
   void queue_probes(uint64_t dpid, SwitchState& s, bool all);
+  const PortState* port(PortRef p) const;
   PortState* port(PortRef p);
 
   TopologyConfig cfg_;
