@@ -70,6 +70,11 @@ class Runtime {
   virtual Clock::time_point now() const { return Clock::now(); }
 };
 
+// What a PacketIn handler tells the runtime: kStop when the app consumed the packet and the
+// apps after it in [controller] apps must not see it (e.g. CPAM answering for its addresses
+// before forwarding would flood them).
+enum class Disposition : uint8_t { kContinue = 0, kStop = 1 };
+
 class App {
  public:
   virtual ~App() = default;
@@ -81,7 +86,9 @@ class App {
   // Called after the handshake (features, port description, config, table-miss) completes.
   virtual void on_switch_up(SwitchContext& /*sw*/) {}
   virtual void on_switch_down(uint64_t /*dpid*/) {}
-  virtual void on_packet_in(SwitchContext& /*sw*/, const ofp::PacketIn& /*pin*/, Clock::time_point /*now*/) {}
+  virtual Disposition on_packet_in(SwitchContext& /*sw*/, const ofp::PacketIn& /*pin*/, Clock::time_point /*now*/) {
+    return Disposition::kContinue;
+  }
   virtual void on_port_status(SwitchContext& /*sw*/, const ofp::PortStatus& /*ps*/) {}
   virtual void on_flow_removed(SwitchContext& /*sw*/, const ofp::FlowRemoved& /*fr*/) {}
   virtual void on_error(SwitchContext& /*sw*/, uint32_t /*xid*/, const ofp::ErrorMsg& /*e*/) {}

@@ -263,7 +263,8 @@ void Connection::handle_message(const ofp::Message& msg, std::span<const uint8_t
       }
       {
         const uint64_t before = enqueued_;
-        for (auto& app : shard_.apps) app->on_packet_in(*this, std::get<ofp::PacketIn>(msg.body), last_rx_);
+        for (auto& app : shard_.apps)
+          if (app->on_packet_in(*this, std::get<ofp::PacketIn>(msg.body), last_rx_) == Disposition::kStop) break;
         if (enqueued_ != before) pin_pending_.push_back(last_rx_);
       }
       break;

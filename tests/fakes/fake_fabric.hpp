@@ -198,7 +198,8 @@ class FakeFabric final : public southbound::Runtime {
     if (s.process(frame, port)) return;
     ++packet_ins_;
     ofp::PacketIn pin = s.packet_in(frame, port);
-    for (auto& a : apps_[shard_of(dpid)]) a->on_packet_in(s, pin, now_);
+    for (auto& a : apps_[shard_of(dpid)])
+      if (a->on_packet_in(s, pin, now_) == southbound::Disposition::kStop) break;
   }
 
   std::vector<std::vector<std::unique_ptr<southbound::App>>> apps_;

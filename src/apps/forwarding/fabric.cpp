@@ -130,7 +130,7 @@ FabricCounters FabricForwarding::counters() const {
   return c;
 }
 
-void FabricForwarding::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) {
+void FabricForwarding::handle_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) {
   packet_ins_.inc();
   const uint32_t in_port = pin.in_port();
   flows::Screened sc = flows::screen(sw.dpid(), pin);

@@ -155,7 +155,7 @@ void Forwarding::on_switch_up(SwitchContext& sw) {
 
 void Forwarding::on_switch_down(uint64_t dpid) { switches_.erase(dpid); }
 
-void Forwarding::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point /*now*/) {
+void Forwarding::handle_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point /*now*/) {
   packet_ins_.inc();
   const uint32_t in_port = pin.in_port();
   flows::Screened sc = flows::screen(sw.dpid(), pin);

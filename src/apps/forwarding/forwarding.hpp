@@ -84,7 +84,11 @@ class Forwarding final : public southbound::App {
   std::string_view name() const override { return "forwarding"; }
   void on_switch_up(southbound::SwitchContext& sw) override;
   void on_switch_down(uint64_t dpid) override;
-  void on_packet_in(southbound::SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) override;
+  southbound::Disposition on_packet_in(southbound::SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) override {
+    handle_packet_in(sw, pin, now);
+    return southbound::Disposition::kContinue;
+  }
+  void handle_packet_in(southbound::SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now);
   void on_port_status(southbound::SwitchContext& sw, const ofp::PortStatus& ps) override;
   void on_flow_removed(southbound::SwitchContext& sw, const ofp::FlowRemoved& fr) override;
 

@@ -172,7 +172,7 @@ void Topology::on_port_status(SwitchContext& sw, const ofp::PortStatus& ps) {
   });
 }
 
-void Topology::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) {
+void Topology::handle_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) {
   const uint32_t in_port = pin.in_port();
   if (in_port == 0 || in_port > ofp::port::kMax) return;
   const pkt::ParseOptions opt{pin.data.size() < pin.total_len};

@@ -67,7 +67,11 @@ class Topology final : public southbound::App {
   void on_stop() override { stopped_ = true; }
   void on_switch_up(southbound::SwitchContext& sw) override;
   void on_switch_down(uint64_t dpid) override;
-  void on_packet_in(southbound::SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) override;
+  southbound::Disposition on_packet_in(southbound::SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) override {
+    handle_packet_in(sw, pin, now);
+    return southbound::Disposition::kContinue;
+  }
+  void handle_packet_in(southbound::SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now);
   void on_port_status(southbound::SwitchContext& sw, const ofp::PortStatus& ps) override;
 
   uint64_t parse_errors() const { return parse_errors_.load(std::memory_order_relaxed); }

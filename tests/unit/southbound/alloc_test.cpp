@@ -40,13 +40,14 @@ using namespace std::chrono_literals;
 class EchoApp : public App {
  public:
   std::string_view name() const override { return "echo"; }
-  void on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point) override {
+  Disposition on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point) override {
     t_on_shard = true;  // from now on this shard thread's allocations are counted
     ofp::PacketOut po;
     po.in_port = pin.in_port();
     po.actions.push_back(ofp::ActionOutput{2, 0});
     po.data = pin.data;
     sw.send(std::move(po));
+    return Disposition::kContinue;
   }
 };
 

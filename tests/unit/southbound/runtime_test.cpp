@@ -29,6 +29,7 @@ struct Hooks {
   std::function<void(SwitchContext&, const ofp::PacketIn&)> on_packet_in;
   std::atomic<int> ups{0}, downs{0}, packet_ins{0}, starts{0}, stops{0};
   std::atomic<Runtime*> runtime{nullptr};
+  std::atomic<bool> consume{false};  // answer kStop: the apps after this one must not see the packet
 };
 
 class HookApp : public App {
@@ -42,9 +43,10 @@ class HookApp : public App {
   void on_stop() override { h_.stops++; }
   void on_switch_up(SwitchContext&) override { h_.ups++; }
   void on_switch_down(uint64_t) override { h_.downs++; }
-  void on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point) override {
+  Disposition on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point) override {
     h_.packet_ins++;
     if (h_.on_packet_in) h_.on_packet_in(sw, pin);
+    return h_.consume ? Disposition::kStop : Disposition::kContinue;
   }
 
  private:
@@ -69,6 +71,7 @@ class RuntimeTest : public ::testing::Test {
     cfg.listen_port = 0;
     pool_ = std::make_unique<core::ShardPool>(2);
     std::vector<AppFactory> apps{[this](unsigned) { return std::make_unique<HookApp>(hooks_); }};
+    if (second_app_) apps.push_back([this](unsigned) { return std::make_unique<HookApp>(second_); });
     ctl_ = std::make_unique<Controller>(*pool_, cfg, metrics_, apps);
     pool_->start();
     auto ep = ctl_->listen();
@@ -94,6 +97,8 @@ class RuntimeTest : public ::testing::Test {
   }
 
   Hooks hooks_;
+  Hooks second_;              // a second app after the first, when second_app_ is set before start()
+  bool second_app_ = false;
   core::Metrics metrics_;
   std::unique_ptr<core::ShardPool> pool_;
   std::unique_ptr<Controller> ctl_;
@@ -125,6 +130,26 @@ TEST_F(RuntimeTest, HandshakeInstallsTableMissAndRegistersSwitch) {
   sw.close();
   ASSERT_TRUE(eventually([&] { return hooks_.downs == 1 && ctl_->switch_count() == 0; }));
   EXPECT_EQ(gauge("southbound.switches.up"), 0);
+}
+
+// An app that consumes a PacketIn (kStop) hides it from the apps after it; kContinue passes it on.
+TEST_F(RuntimeTest, ConsumedPacketInStopsAtTheConsumingApp) {
+  second_app_ = true;
+  start();
+  RawSwitch sw(port_);
+  ASSERT_TRUE(sw.handshake(0xc));
+  const std::vector<uint8_t> frame(60, 0x22);
+  sw.send(1, packet_in(frame));
+  ASSERT_TRUE(eventually([&] { return second_.packet_ins == 1; }));
+  EXPECT_EQ(hooks_.packet_ins.load(), 1);
+  hooks_.consume = true;
+  sw.send(2, packet_in(frame));
+  sw.send(3, packet_in(frame));
+  ASSERT_TRUE(eventually([&] { return hooks_.packet_ins == 3; }));
+  // The switch's echo round trip orders the check after both PacketIns were dispatched.
+  sw.send(4, ofp::EchoRequest{});
+  ASSERT_TRUE(sw.recv_type(ofp::Type::kEchoReply));
+  EXPECT_EQ(second_.packet_ins.load(), 1);
 }
 
 // Apps reach switches owned by other shards, and other shards, through the Runtime.
