@@ -23,6 +23,7 @@ const char* layer_name(Layer l) {
     case Layer::kUdp: return "udp";
     case Layer::kIcmp: return "icmp";
     case Layer::kLldp: return "lldp";
+    case Layer::kDns: return "dns";
   }
   return "unknown";
 }

@@ -16,7 +16,7 @@ enum class Errc : uint8_t {
   kUnsupported,  // valid but outside what we parse (ARP for non-Ethernet/IPv4, 3 VLAN tags)
 };
 
-enum class Layer : uint8_t { kEthernet, kVlan, kArp, kIpv4, kTcp, kUdp, kIcmp, kLldp };
+enum class Layer : uint8_t { kEthernet, kVlan, kArp, kIpv4, kTcp, kUdp, kIcmp, kLldp, kDns };
 
 struct Error {
   Errc code{};
