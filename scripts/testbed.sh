@@ -34,6 +34,10 @@
 #   --hosts K            hosts per edge switch (linear, tree)
 #   --cores C --aggs A --edges E --dual-homed   campus shape (see above)
 #   --manifest PATH      also write the JSON manifest here (TB_MANIFEST); always in the state dir
+#   --resolver IP        up: every host namespace gets /etc/netns/NS/resolv.conf with "nameserver IP"
+#                        and "options timeout:1 attempts:2" (TB_RESOLVER); 'ip netns exec' (and so
+#                        'testbed.sh exec') bind-mounts it over /etc/resolv.conf; 'down' removes
+#                        exactly those /etc/netns/NS directories
 #   --count C            pingall/pingpairs: pings per pair (default 5, interval 0.2 s)
 #   --json PATH          pingall/pingpairs: write per-pair results (and the summary) as JSON
 #   --quiet              pingall: summary only, no matrix; pingpairs: no per-pair lines
@@ -48,6 +52,8 @@ CONTROLLER=${TB_CONTROLLER:-}
 FAIL_MODE=${TB_FAIL_MODE:-secure}
 HOSTS_PER_SWITCH=${TB_HOSTS:-}
 MANIFEST=${TB_MANIFEST:-}
+RESOLVER=${TB_RESOLVER:-}
+NETNS_ETC=/etc/netns   # iproute2's per-namespace /etc overlay (ip netns exec bind-mounts its files)
 STATE_ROOT=${TB_STATE_DIR:-/run/sdnator-testbed}
 PING_COUNT=${TB_PING_COUNT:-5}
 PING_INTERVAL=${TB_PING_INTERVAL:-0.2}
@@ -79,6 +85,7 @@ while (($#)); do
     --dual-homed) DUAL_HOMED=1; shift ;;
     --silent) SILENT=1; shift ;;
     --manifest) MANIFEST=$2; shift 2 ;;
+    --resolver) RESOLVER=$2; shift 2 ;;
     --count) PING_COUNT=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --quiet) QUIET=1; shift ;;
@@ -99,6 +106,12 @@ CMD=$1; shift
 [[ -n $CONTROLLER ]] || CONTROLLER="tcp:127.0.0.1:$PORT"
 [[ $FAIL_MODE == secure || $FAIL_MODE == standalone ]] || die "--fail-mode: secure or standalone"
 [[ $PING_COUNT =~ ^[0-9]+$ ]] && ((PING_COUNT >= 1)) || die "--count must be a number >= 1"
+if [[ -n $RESOLVER ]]; then
+  _o='(0|[1-9][0-9]{0,2})'   # no leading zeros (resolv.conf would read them as octal)
+  [[ $RESOLVER =~ ^$_o\.$_o\.$_o\.$_o$ ]] \
+    && ((BASH_REMATCH[1] <= 255 && BASH_REMATCH[2] <= 255 && BASH_REMATCH[3] <= 255 && BASH_REMATCH[4] <= 255)) \
+    || die "--resolver '$RESOLVER' is not an IPv4 address (a.b.c.d)"
+fi
 
 STATE_DIR="$STATE_ROOT/$PREFIX"
 STATE_FILE="$STATE_DIR/state"        # lines "kind name", written BEFORE anything is created
@@ -245,6 +258,7 @@ load_state() {
   FAIL_MODE=$(cat "$STATE_DIR/fail_mode")
   SHAPE=$(cat "$STATE_DIR/shape")
   DUAL_HOMED=$(cat "$STATE_DIR/dual_homed" 2>/dev/null || echo 0)
+  RESOLVER=$(cat "$STATE_DIR/resolver" 2>/dev/null || true)
   declare -gA LINK_CUT=()
   if [[ -f $CUT_TSV ]]; then
     while read -r a b; do LINK_CUT[$a]=$b; done <"$CUT_TSV"
@@ -270,8 +284,8 @@ write_manifest() {   # write_manifest PATH
   {
     printf '{\n  "prefix": "%s",\n  "shape": "%s",\n  "controller": "%s",\n  "fail_mode": "%s",\n' \
       "$PREFIX" "$SHAPE" "$CONTROLLER" "$FAIL_MODE"
-    printf '  "dual_homed": %s,\n  "expected_links": %d,\n' \
-      "$( ((DUAL_HOMED)) && echo true || echo false)" "${#L_A[@]}"
+    printf '  "dual_homed": %s,\n  "expected_links": %d,\n  "resolver": %s,\n' \
+      "$( ((DUAL_HOMED)) && echo true || echo false)" "${#L_A[@]}" "$([[ -n $RESOLVER ]] && echo "\"$RESOLVER\"" || echo null)"
     printf '  "tiers": {"core": %s, "aggregation": %s, "edge": %s},\n' \
       "$(json_names "${cores[@]+"${cores[@]}"}")" "$(json_names "${aggs[@]+"${aggs[@]}"}")" \
       "$(json_names "${edges[@]+"${edges[@]}"}")"
@@ -371,6 +385,9 @@ cmd_up() {
   for i in "${!H_NS[@]}"; do
     [[ -e /run/netns/${H_NS[$i]} ]] && die "namespace ${H_NS[$i]} already exists and is not ours"
     [[ -z ${kif[${H_SW[$i]}-eth${H_PORT[$i]}]:-} ]] || die "interface ${H_SW[$i]}-eth${H_PORT[$i]} already exists"
+    if [[ -n $RESOLVER && -e $NETNS_ETC/${H_NS[$i]} ]]; then
+      die "$NETNS_ETC/${H_NS[$i]} already exists and is not ours (a left-over of another testbed?)"
+    fi
   done
 
   # Record every name before creating anything, so 'down' can undo a partial 'up'.
@@ -378,11 +395,15 @@ cmd_up() {
   {
     for sw in "${SW[@]}"; do echo "bridge $sw"; done
     for i in "${!H_NS[@]}"; do echo "netns ${H_NS[$i]}"; echo "veth ${H_SW[$i]}-eth${H_PORT[$i]}"; done
+    if [[ -n $RESOLVER ]]; then
+      for i in "${!H_NS[@]}"; do echo "netns_etc $NETNS_ETC/${H_NS[$i]}"; done
+    fi
   } >"$STATE_FILE"
   echo "$CONTROLLER" >"$STATE_DIR/controller"
   echo "$FAIL_MODE" >"$STATE_DIR/fail_mode"
   echo "$SHAPE" >"$STATE_DIR/shape"
   echo "$DUAL_HOMED" >"$STATE_DIR/dual_homed"
+  [[ -z $RESOLVER ]] || echo "$RESOLVER" >"$STATE_DIR/resolver"
   for i in "${!H_NAME[@]}"; do
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${H_NAME[$i]}" "${H_NS[$i]}" "${H_IP[$i]}" "${H_MAC[$i]}" "${H_SW[$i]}" "${H_PORT[$i]}"
   done >"$HOSTS_TSV"
@@ -400,6 +421,16 @@ cmd_up() {
       echo "link add ${H_SW[$i]}-eth${H_PORT[$i]} type veth peer name eth0 address ${H_MAC[$i]} netns ${H_NS[$i]}"
     done; } | ip -batch -
   phase "netns+veth"
+  # 1b. Resolver: /etc/netns/NS/resolv.conf, which every 'ip netns exec NS' (from step 2 on)
+  #     bind-mounts over /etc/resolv.conf. One mkdir for all, then builtin printf (no fork per host).
+  if [[ -n $RESOLVER ]]; then
+    printf '%s\0' "${H_NS[@]/#/$NETNS_ETC/}" | xargs -0 mkdir -p --
+    for i in "${!H_NS[@]}"; do
+      printf '# testbed.sh %s: removed by down\nnameserver %s\noptions timeout:1 attempts:2\n' \
+        "$PREFIX" "$RESOLVER" >"$NETNS_ETC/${H_NS[$i]}/resolv.conf"
+    done
+    phase "resolv.conf"
+  fi
   # 2. Inside each host, before any link is up (so no router solicitation, MLD or DAD packets):
   #    IPv6 off (/proc/sys/net is the namespace's own); TX checksum offload off (TCP through the userspace datapath needs it); address; up.
   #    Up to 4 hosts are configured at once.
@@ -430,7 +461,8 @@ cmd_up() {
     detail=" ($CORES core, $AGGS aggregation, $EDGES edge, $( ((DUAL_HOMED)) && echo dual-homed || echo single-homed))"
   fi
   log "testbed '$PREFIX' up: $SHAPE$detail, ${#SW[@]} switches, ${#H_NAME[@]} hosts, ${#L_A[@]} patch links," \
-      "${#P_A[@]} pairs, controller $CONTROLLER, fail_mode $FAIL_MODE ($(fmt_ms $(($(now_ms) - t0))))"
+      "${#P_A[@]} pairs, controller $CONTROLLER, fail_mode $FAIL_MODE${RESOLVER:+, resolver $RESOLVER}" \
+      "($(fmt_ms $(($(now_ms) - t0))))"
   local ph; ph=$(printf '%s, ' "${phases[@]}"); log "up phases: ${ph%, }"
   log "manifest: ${MANIFEST:-$STATE_DIR/manifest.json}"
 }
@@ -442,13 +474,14 @@ cmd_up() {
 # namespace, and with it the veth pairs, asynchronously).
 do_down() {
   [[ -f $STATE_FILE ]] || return 0
-  local kind name brs=() nss=() veths=() t1 t2 t3
+  local kind name brs=() nss=() veths=() etcs=() t1 t2 t3
   t1=$(now_ms)
   while read -r kind name; do
     case $kind in
       bridge) brs+=("$name") ;;
       netns) nss+=("$name") ;;
       veth) veths+=("$name") ;;
+      netns_etc) etcs+=("$name") ;;
     esac
   done <"$STATE_FILE"
   if ((${#brs[@]})) && ovs-vsctl --timeout=5 show >/dev/null 2>&1; then
@@ -480,6 +513,18 @@ do_down() {
     sleep 0.1
   done
   DOWN_PHASES="bridges $(fmt_ms $((t2 - t1))), netns $(fmt_ms $((t3 - t2))), veths gone $(fmt_ms $(($(now_ms) - t3)))"
+  # The /etc/netns/NS directories 'up' created (checked absent before, recorded before creation).
+  # Only paths of the form NETNS_ETC/<one of our namespaces> are removed; /etc/netns itself stays.
+  if ((${#etcs[@]})); then
+    local -A ours=()
+    local d rm_list=()
+    for name in "${nss[@]}"; do ours[$NETNS_ETC/$name]=1; done
+    for d in "${etcs[@]}"; do
+      if [[ -n ${ours[$d]:-} ]]; then rm_list+=("$d"); else warn "state lists $d, which is not one of our namespaces' directories; left alone"; fi
+    done
+    ((${#rm_list[@]} == 0)) || printf '%s\0' "${rm_list[@]}" | xargs -0 rm -rf -- || warn "could not remove some of ${rm_list[*]}"
+    DOWN_PHASES+=", ${#rm_list[@]} $NETNS_ETC dirs"
+  fi
   rm -rf "$STATE_DIR"
 }
 
@@ -517,7 +562,7 @@ connected_count() {
 
 cmd_status() {
   load_state
-  echo "testbed '$PREFIX': $SHAPE, controller $CONTROLLER, state $STATE_DIR"
+  echo "testbed '$PREFIX': $SHAPE, controller $CONTROLLER${RESOLVER:+, resolver $RESOLVER}, state $STATE_DIR"
   local i sw st uuid ok=0
   for i in "${!SW[@]}"; do
     sw=${SW[$i]}
