@@ -5,6 +5,9 @@
 // clock, so cross-shard traffic (topology events to the home shard, flows to other shards'
 // switches) really goes through the same calls as in the real runtime. Frames follow the fake
 // flow tables hop by hop; a table miss becomes a PacketIn to the apps of the switch's shard.
+// FlowRemoved messages (timeouts while the clock moves, deletes by FlowMod) go to the apps of
+// the switch's shard too, from run(): every entry point below ends with it, so a test that
+// sends to a switch directly (sw(dpid).send(...)) calls run() to have them delivered.
 #pragma once
 
 #include <cstdint>
@@ -116,6 +119,7 @@ class FakeFabric final : public southbound::Runtime {
       Clock::time_point next = target;
       if (!timers_.empty() && timers_.begin()->first < next) next = timers_.begin()->first;
       step_to(next);
+      run();  // flows that expired on the way reach the apps before timers due now fire
       while (!timers_.empty() && timers_.begin()->first <= now_) {
         auto fn = std::move(timers_.begin()->second);
         timers_.erase(timers_.begin());
@@ -127,7 +131,8 @@ class FakeFabric final : public southbound::Runtime {
     run();
   }
 
-  // Runs posted work and moves frames until the fabric is quiet.
+  // Runs posted work, moves frames and hands FlowRemoved messages to the apps until the
+  // fabric is quiet.
   void run() {
     for (size_t guard = 0; guard < kMaxSteps; ++guard) {
       bool progress = false;
@@ -143,6 +148,10 @@ class FakeFabric final : public southbound::Runtime {
           const Output o = s->outputs()[c++];  // copy: delivering may grow outputs()
           progress = true;
           deliver(dpid, o);
+        }
+        for (const ofp::FlowRemoved& fr : s->take_flow_removed()) {
+          progress = true;
+          for (auto& a : apps_[shard_of(dpid)]) a->on_flow_removed(*s, fr);
         }
       }
       if (!progress) return;

@@ -3,8 +3,12 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <initializer_list>
+#include <string>
 #include <utility>
 
+#include "pkt/checksum.hpp"
 #include "pkt/parse.hpp"
 
 namespace sdn::test {
@@ -149,6 +153,117 @@ bool cookie_selected(uint64_t entry_cookie, const ofp::FlowMod& fm) {
   return ((entry_cookie ^ fm.cookie) & fm.cookie_mask) == 0;
 }
 
+// A set_field must not need more than the match guarantees (OVS answers
+// OFPBAC_MATCH_INCONSISTENT): judged as if the field were one more match field.
+const char* set_field_inconsistent(const ofp::Match& m, const ofp::InstructionList& instructions) {
+  for (const auto& ins : instructions) {
+    const auto* apply = std::get_if<ofp::InstrApplyActions>(&ins);
+    if (apply == nullptr) continue;
+    for (const auto& a : apply->actions) {
+      const auto* sf = std::get_if<ofp::ActionSetField>(&a);
+      if (sf == nullptr) continue;
+      ofp::Match with = m;
+      with.set(sf->field.field, sf->field.value);
+      if (const char* why = missing_prerequisite(with)) return why;
+    }
+  }
+  return nullptr;
+}
+
+// ---- set_field (7.2.5 OFPAT_SET_FIELD), as Open vSwitch's packets.c does it ----
+
+// One checksum field covering a rewritten word: its frame offset, and whether it is UDP's
+// (RFC 768: 0 means "none" and stays 0; a computed 0 is sent as 0xffff).
+struct SumAt {
+  size_t off;
+  bool udp = false;
+};
+
+// RFC 1624 eqn. 3, HC' = ~(~HC + ~m + m'), like OVS's recalc_csum16/32: only the changed
+// bytes are needed (a first fragment does not carry its whole segment), and a checksum that
+// was wrong stays wrong rather than being quietly repaired.
+uint16_t checksum_update(uint16_t hc, pkt::ByteView before, pkt::ByteView after) {
+  const auto nhc = static_cast<uint16_t>(~hc);
+  std::array<uint8_t, 6> neg{static_cast<uint8_t>(nhc >> 8), static_cast<uint8_t>(nhc)};
+  for (size_t i = 0; i < before.size(); ++i) neg[2 + i] = static_cast<uint8_t>(~before[i]);
+  const uint32_t sum = pkt::checksum_add(0, pkt::ByteView(neg).first(2 + before.size()));
+  return pkt::checksum_finish(pkt::checksum_add(sum, after));
+}
+
+// Overwrites the `width` (2 or 4) word-aligned bytes at `off` with `value`, big-endian, and
+// updates the checksums in `sums` that cover them.
+void rewrite(pkt::Bytes& frame, size_t off, uint32_t value, size_t width, std::initializer_list<SumAt> sums) {
+  std::array<uint8_t, 4> before{}, after{};
+  for (size_t i = 0; i < width; ++i) {
+    before[i] = frame[off + i];
+    after[i] = static_cast<uint8_t>(value >> (8 * (width - 1 - i)));
+  }
+  pkt::Writer w(frame);
+  for (const SumAt s : sums) {
+    const uint16_t old = pkt::load_be16(frame, s.off);
+    if (s.udp && old == 0) continue;
+    uint16_t sum = checksum_update(old, pkt::ByteView(before).first(width), pkt::ByteView(after).first(width));
+    if (s.udp && sum == 0) sum = 0xffff;
+    w.put_be16_at(s.off, sum);
+  }
+  std::copy_n(after.begin(), width, frame.begin() + static_cast<std::ptrdiff_t>(off));
+}
+
+// Applies one set_field to `frame`; nullptr when done, else why it was skipped.
+const char* set_field(pkt::Bytes& frame, const ofp::OxmTlv& f) {
+  if (f.mask) return "set_field with a mask (OF 1.3 has none)";
+  if (f.field == OxmField::kEthDst || f.field == OxmField::kEthSrc) {
+    if (frame.size() < pkt::kEthHeaderLen) return "set_field eth on a runt frame";
+    const size_t off = f.field == OxmField::kEthDst ? 0 : 6;
+    for (size_t i = 0; i < 6; ++i) frame[off + i] = static_cast<uint8_t>(f.value >> (8 * (5 - i)));
+    return nullptr;  // no checksum covers the MACs
+  }
+  auto p = pkt::parse(frame, pkt::ParseOptions{true});
+  if (!p || !p->ipv4) return "set_field of an IPv4/L4 field on a frame without IPv4";
+  const size_t ip = static_cast<size_t>(p->eth.payload.data() - frame.data());
+  const size_t l4 = static_cast<size_t>(p->ipv4->payload.data() - frame.data());
+  const SumAt ip_sum{ip + 10};
+  // The TCP/UDP checksum (if the L4 header is here: not in later fragments) covers the
+  // addresses through the pseudo-header; ICMP's does not.
+  const std::optional<SumAt> l4_sum = p->tcp   ? std::optional<SumAt>(SumAt{l4 + 16})
+                                      : p->udp ? std::optional<SumAt>(SumAt{l4 + 6, true})
+                                               : std::nullopt;
+  const uint16_t tos_word = pkt::load_be16(frame, ip);  // version/IHL, DSCP/ECN
+  switch (f.field) {
+    case OxmField::kIpv4Src:
+    case OxmField::kIpv4Dst: {
+      const size_t off = ip + (f.field == OxmField::kIpv4Src ? 12 : 16);
+      const auto v = static_cast<uint32_t>(f.value);
+      if (l4_sum) {
+        rewrite(frame, off, v, 4, {ip_sum, *l4_sum});
+      } else {
+        rewrite(frame, off, v, 4, {ip_sum});
+      }
+      return nullptr;
+    }
+    case OxmField::kIpDscp:
+      rewrite(frame, ip, (tos_word & 0xff03U) | static_cast<uint32_t>((f.value & 0x3f) << 2), 2, {ip_sum});
+      return nullptr;
+    case OxmField::kIpEcn:
+      rewrite(frame, ip, (tos_word & 0xfffcU) | static_cast<uint32_t>(f.value & 0x3), 2, {ip_sum});
+      return nullptr;
+    case OxmField::kTcpSrc:
+    case OxmField::kTcpDst:
+      if (!p->tcp) return "set_field tcp port on a frame without a TCP header";
+      rewrite(frame, l4 + (f.field == OxmField::kTcpSrc ? 0 : 2), static_cast<uint32_t>(f.value & 0xffff), 2,
+              {*l4_sum});
+      return nullptr;
+    case OxmField::kUdpSrc:
+    case OxmField::kUdpDst:
+      if (!p->udp) return "set_field udp port on a frame without a UDP header";
+      rewrite(frame, l4 + (f.field == OxmField::kUdpSrc ? 0 : 2), static_cast<uint32_t>(f.value & 0xffff), 2,
+              {*l4_sum});
+      return nullptr;
+    default:
+      return "set_field of a field the fake does not model";
+  }
+}
+
 }  // namespace
 
 ofp::ActionList FlowEntry::actions() const {
@@ -227,9 +342,14 @@ void FakeSwitch::remove_at(size_t i, uint8_t reason) {
     fr.table_id = e.table_id;
     fr.idle_timeout = e.idle_timeout;
     fr.hard_timeout = e.hard_timeout;
+    const auto age = std::chrono::duration_cast<std::chrono::nanoseconds>(now_ - e.installed).count();
+    fr.duration_sec = static_cast<uint32_t>(age / 1'000'000'000);
+    fr.duration_nsec = static_cast<uint32_t>(age % 1'000'000'000);
     fr.packet_count = e.packet_count;
+    fr.byte_count = e.byte_count;
     fr.match = e.match;
-    removed_.push_back(std::move(fr));
+    removed_.push_back(fr);
+    unread_removed_.push_back(std::move(fr));
   }
   flows_.erase(flows_.begin() + static_cast<std::ptrdiff_t>(i));
 }
@@ -244,6 +364,7 @@ const FlowEntry* FakeSwitch::lookup(pkt::ByteView frame, uint32_t in_port) {
   if (best != nullptr) {
     best->last_used = now_;
     ++best->packet_count;
+    best->byte_count += frame.size();
   }
   return best;
 }
@@ -315,6 +436,13 @@ void FakeSwitch::apply_flow_mod(const ofp::FlowMod& fm) {
   if (const char* why = missing_prerequisite(fm.match)) {
     errors_.push_back(std::string("flow_mod rejected: ") + why);  // OFPBMC_BAD_PREREQ
     return;
+  }
+  if (fm.command != Cmd::kDelete && fm.command != Cmd::kDeleteStrict) {
+    if (const char* why = set_field_inconsistent(fm.match, fm.instructions)) {
+      // OFPBAC_MATCH_INCONSISTENT
+      errors_.push_back(std::string("flow_mod rejected: set_field needs more than the match: ") + why);
+      return;
+    }
   }
   const bool strict = fm.command == Cmd::kModifyStrict || fm.command == Cmd::kDeleteStrict;
   auto selected = [&](const FlowEntry& e) {
@@ -396,14 +524,21 @@ void FakeSwitch::apply_packet_out(const ofp::PacketOut& po) {
   run_actions(po.actions, frame, po.in_port);
 }
 
-void FakeSwitch::run_actions(const ofp::ActionList& actions, pkt::ByteView frame, uint32_t in_port) {
+void FakeSwitch::run_actions(const ofp::ActionList& actions, pkt::ByteView original, uint32_t in_port) {
+  pkt::Bytes frame(original.begin(), original.end());  // as the actions so far left it
   auto emit = [&](uint32_t port) {
     if (std::find(down_ports_.begin(), down_ports_.end(), port) != down_ports_.end()) return;
-    outputs_.push_back(Output{port, ofp::Bytes(frame.begin(), frame.end())});
+    outputs_.push_back(Output{port, frame});
   };
   for (const auto& a : actions) {
+    if (const auto* sf = std::get_if<ofp::ActionSetField>(&a)) {
+      if (const char* why = set_field(frame, sf->field))
+        errors_.push_back(std::string(why) + " (field " + std::to_string(static_cast<int>(sf->field.field)) +
+                          "), skipped");
+      continue;
+    }
     const auto* o = std::get_if<ofp::ActionOutput>(&a);
-    if (o == nullptr) continue;  // set-field, vlan push/pop: not modelled
+    if (o == nullptr) continue;  // vlan push/pop, dec_nw_ttl, group: not modelled
     switch (o->port) {
       case ofp::port::kFlood:
       case ofp::port::kAll:

@@ -3,13 +3,18 @@
 // mask, out_port filter, idle/hard timeouts on a manual clock); PacketOuts and buffered
 // packets released by FlowMods become recorded outputs. Tests then ask the table how a
 // frame would be forwarded (STYLE.md: check the resulting flow table, not the call sequence).
-// Only table `table_id` lookups with apply-actions are modelled (no goto, groups, meters).
+// Only table 0 lookups with apply-actions are modelled (no goto, groups, meters). Of the
+// actions, output and set_field (Ethernet and IPv4 addresses, DSCP/ECN, TCP/UDP ports, with
+// the checksums fixed as Open vSwitch does) act on the frame; the others are ignored. As in
+// OVS, a FlowMod whose set_field needs more than its match gives (ipv4_dst without
+// eth_type=0x0800) is rejected into errors().
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ofp/message.hpp"
@@ -32,6 +37,7 @@ struct FlowEntry {
   Clock::time_point installed{};
   Clock::time_point last_used{};
   uint64_t packet_count = 0;
+  uint64_t byte_count = 0;
 
   // The apply-actions list (empty = drop).
   ofp::ActionList actions() const;
@@ -60,7 +66,8 @@ class FakeSwitch : public southbound::SwitchContext {
 
   // ---- manual clock ----
   Clock::time_point now() const { return now_; }
-  // Moves the clock and expires flows whose idle or hard timeout has passed.
+  // Moves the clock and expires flows whose idle or hard timeout has passed (a FlowRemoved
+  // for those with OFPFF_SEND_FLOW_REM, see removed()).
   void advance(Clock::duration d);
 
   // ---- data plane ----
@@ -69,8 +76,10 @@ class FakeSwitch : public southbound::SwitchContext {
   const FlowEntry* lookup(pkt::ByteView frame, uint32_t in_port);
   // The actions lookup() would apply, nullopt on a table miss.
   std::optional<ofp::ActionList> lookup_actions(pkt::ByteView frame, uint32_t in_port);
-  // Runs a frame through the table: on a hit appends its outputs to outputs() and returns
-  // true; on a miss returns false (the caller then builds a PacketIn with packet_in()).
+  // Runs a frame through the table: on a hit applies its actions in order (an output emits
+  // the frame as the set_fields before it left it) and returns true; on a miss returns false
+  // (the caller then builds a PacketIn with packet_in()). A set_field the fake does not model,
+  // or whose layer the frame lacks, is skipped with a line in errors().
   bool process(pkt::ByteView frame, uint32_t in_port);
   // The PacketIn a table miss would produce. With buffering on, the frame is kept under a
   // new buffer_id (and `data` is still the full frame, as with max_len = 0xffff).
@@ -85,14 +94,19 @@ class FakeSwitch : public southbound::SwitchContext {
   std::vector<FlowEntry> flows_in_cookie_range(uint64_t cookie, uint64_t mask) const;
   const std::vector<ofp::Body>& sent() const { return sent_; }
   const std::vector<Output>& outputs() const { return outputs_; }
+  // Every FlowRemoved the switch sent (idle/hard timeout or delete of an entry with
+  // OFPFF_SEND_FLOW_REM), oldest first.
   const std::vector<ofp::FlowRemoved>& removed() const { return removed_; }
+  // The FlowRemoved messages not yet taken, oldest first, and forgets them: what a controller
+  // connection would read next. FakeFabric hands them to the apps; removed() keeps its record.
+  std::vector<ofp::FlowRemoved> take_flow_removed() { return std::exchange(unread_removed_, {}); }
   const std::vector<std::string>& errors() const { return errors_; }  // what a switch would reject
   struct Request {
     ofp::Body body;
     southbound::ReplyCallback on_reply;
   };
   std::vector<Request>& requests() { return requests_; }
-  void clear_records();  // sent, outputs, removed, errors (not flows or requests)
+  void clear_records();  // sent, outputs, removed, errors (not flows, requests or take_flow_removed())
   template <class T>
   size_t sent_count() const {
     size_t n = 0;
@@ -116,6 +130,7 @@ class FakeSwitch : public southbound::SwitchContext {
   std::deque<ofp::Bytes> sent_data_;  // owned copies of PacketOut data (stable addresses)
   std::vector<Output> outputs_;
   std::vector<ofp::FlowRemoved> removed_;
+  std::vector<ofp::FlowRemoved> unread_removed_;
   std::vector<std::string> errors_;
   std::vector<Request> requests_;
   bool buffering_ = false;
