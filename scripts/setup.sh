@@ -30,7 +30,7 @@ PACKAGES=(
   # defaults need neither), the Python example app and the benchmark plot
   redis-server redis-tools postgresql python3-redis python3-matplotlib sqlite3
   # testbed and integration tests (python3: JSON checks in tests and demo)
-  openvswitch-switch openvswitch-common tshark ethtool iproute2 iputils-ping procps psmisc python3
+  openvswitch-switch openvswitch-common tshark ethtool iproute2 iputils-ping iputils-arping procps psmisc python3
 )
 
 missing=()

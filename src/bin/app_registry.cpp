@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "apps/cpam/cpam.hpp"
 #include "apps/forwarding/fabric.hpp"
 #include "apps/forwarding/forwarding.hpp"
 #include "apps/topology/topology.hpp"
@@ -13,7 +14,7 @@
 
 namespace sdn::bin {
 
-std::vector<std::string> known_apps() { return {"topology", "forwarding"}; }
+std::vector<std::string> known_apps() { return {"topology", "cpam", "forwarding"}; }
 
 void AppSet::add_reporter(std::string app, std::function<nlohmann::json()> report) {
   std::lock_guard lock(mu_);
@@ -80,6 +81,7 @@ Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, cons
   // Every app's section is read even when the app is off, so its keys are still validated.
   apps::ForwardingConfig fwd = apps::read_forwarding_config(cfg);
   apps::topology::TopologyConfig topo = apps::topology::read_topology_config(cfg);
+  apps::cpam::CpamConfig cpam = apps::cpam::read_cpam_config(cfg);
   const bool has_topology = std::find(wanted.begin(), wanted.end(), "topology") != wanted.end();
   std::weak_ptr<AppSet> weak = set;
   for (const auto& name : wanted) {
@@ -99,6 +101,31 @@ Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, cons
           s->add_reporter("topology", [ws] { return ws.lock() ? ws.lock()->stats_json() : nlohmann::json::object(); });
         }
         return app;
+      });
+    } else if (name == "cpam") {
+      if (!has_topology) return unexpected(std::string("the cpam app needs the topology app in [controller] apps"));
+      const auto at = std::find(wanted.begin(), wanted.end(), "cpam") - wanted.begin();
+      const auto fw = std::find(wanted.begin(), wanted.end(), "forwarding") - wanted.begin();
+      if (fw < at)
+        return unexpected(std::string("[controller] apps: cpam must come before forwarding (it answers for the "
+                                      "VIPs and the DNS address before forwarding would flood them)"));
+      if (cpam.hosts.empty()) return unexpected(std::string("cpam: no protected hosts ([cpam] hosts or hosts_file)"));
+      if (cpam.mode == apps::cpam::RuntimeMode::kCooperative) set->single_shard = true;
+      auto svc = std::make_shared<std::shared_ptr<apps::cpam::CpamService>>();
+      set->factories.push_back([cpam, weak, svc](unsigned shard) -> std::unique_ptr<southbound::App> {
+        auto s = weak.lock();
+        if (!*svc) {
+          auto due = s ? s->due_for("cpam", data::kProducer | data::kConsumer,
+                                    {{std::string(apps::topology::kTopologyPattern), std::nullopt}},
+                                    {{"network/cpam/**", std::nullopt}})
+                       : nullptr;
+          *svc = std::make_shared<apps::cpam::CpamService>(cpam, std::move(due), s ? s->metrics : nullptr);
+          if (s) {
+            std::weak_ptr<apps::cpam::CpamService> ws = *svc;
+            s->add_reporter("cpam", [ws] { return ws.lock() ? ws.lock()->stats_json() : nlohmann::json::object(); });
+          }
+        }
+        return std::make_unique<apps::cpam::Cpam>(*svc, shard);
       });
     } else if (name == "forwarding" && fwd.mode == apps::ForwardingMode::kFabric) {
       if (!has_topology)

@@ -27,6 +27,9 @@ class AppSet {
   std::shared_ptr<data::Backends> backends;
   data::DueConfig due_config;
   core::Metrics* metrics = nullptr;
+  // Set by make_apps when an app needs the whole controller on one event loop (CPAM's
+  // cooperative runtime mode): the caller then runs one shard.
+  bool single_shard = false;
 
   // Counters of every app instance created so far, summed per app name.
   nlohmann::json stats() const;

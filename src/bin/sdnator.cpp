@@ -204,6 +204,10 @@ int run(const RunOptions& opt) {
                (*backends)->archive() ? (*backends)->archive()->name() : std::string_view("none"),
                coordinator ? "on" : "off");
 
+  if ((*apps)->single_shard && sb.shards != 1) {
+    spdlog::info("cpam.runtime = \"cooperative\": running one shard (was {})", sb.shards);
+    sb.shards = 1;
+  }
   sdn::core::Metrics metrics;
   (*apps)->backends = *backends;
   (*apps)->due_config = data_cfg.due;

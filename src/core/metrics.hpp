@@ -15,6 +15,14 @@
 
 namespace sdn::core {
 
+// An app counter with a single writer (its shard) and any reader: relaxed load + store, no
+// read-modify-write on the hot path.
+struct ShardStat {
+  std::atomic<uint64_t> v{0};
+  void inc(uint64_t n = 1) { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  uint64_t get() const { return v.load(std::memory_order_relaxed); }
+};
+
 class Counter {
  public:
   void inc(uint64_t n = 1) { v_.fetch_add(n, std::memory_order_relaxed); }

@@ -13,6 +13,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "core/metrics.hpp"
 #include "ofp/message.hpp"
 #include "pkt/parse.hpp"
 #include "southbound/app.hpp"
@@ -67,13 +68,7 @@ struct ForwardingCounters {
   uint64_t flows_removed = 0;      // FlowRemoved received for our cookie range
 };
 
-// An app counter with a single writer (its shard) and any reader: relaxed load + store, no
-// read-modify-write on the hot path.
-struct ShardStat {
-  std::atomic<uint64_t> v{0};
-  void inc(uint64_t n = 1) { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
-  uint64_t get() const { return v.load(std::memory_order_relaxed); }
-};
+using ShardStat = core::ShardStat;
 
 class Forwarding final : public southbound::App {
  public:

@@ -1,0 +1,64 @@
+// CPAM configuration: Table 1 of the runtime-benchmark paper (seeds/000, section 4.1) as
+// defaults, every value settable in [cpam]; plus which hosts are protected, the VIP range, the
+// name zone and the in-band DNS responder's address.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+
+namespace sdn::apps::cpam {
+
+// A protected host: its stable real address and the name peers resolve (without the zone).
+struct ProtectedHost {
+  std::string name;
+  uint32_t ip = 0;
+};
+
+// sharded: reactive work on every shard, the rotation in small steps off the hot path and its
+// FlowMods on the low lane. cooperative: one thread, the rotation loop runs to completion
+// (the paper's Ryu port), optionally yielding between batches (its hub.sleep(0) diagnostic).
+enum class RuntimeMode : uint8_t { kSharded, kCooperative };
+
+struct CpamConfig {
+  std::chrono::milliseconds rotation_interval{60'000};
+  uint32_t pool_size = 6000;
+  uint32_t batch_hosts = 20;
+  std::chrono::milliseconds batch_delay{150};
+  std::chrono::seconds tcp_idle{15};
+  std::chrono::seconds udp_active{30};
+  std::chrono::milliseconds reclaim_threshold{5000};
+  // A VIP that went to Grace still binds new sessions this long (a client that resolved it
+  // just before the rotation); afterwards only sessions pinned to it use it.
+  std::chrono::milliseconds grace_accept{5000};
+  std::chrono::milliseconds quarantine{30'000};
+  // A binding whose flows all expired is kept this long, so a UDP stream whose flows hit the
+  // active timeout (or a TCP session idle past the idle timeout) gets its pin back.
+  std::chrono::milliseconds session_linger{15'000};
+  uint16_t vip_priority = 100;      // the standing last-hop VIP rules
+  uint16_t session_priority = 101;  // session rules: above the VIP rules they overlap with
+  uint16_t table_miss_priority = 0; // the runtime's table-miss (southbound installs it)
+  uint8_t table_id = 0;
+  uint32_t vip_base = 0x0a008000;   // 10.0.128.0
+  uint8_t vip_prefix_len = 17;
+  std::string zone = "cpam.lan";
+  uint32_t dns_ip = 0x0a00fffd;     // 10.0.255.253
+  std::vector<ProtectedHost> hosts;
+  RuntimeMode mode = RuntimeMode::kSharded;
+  bool yield_between_batches = false;  // cooperative mode only
+  std::string rppt_samples;            // CSV of every RPPT sample, when set
+  std::chrono::milliseconds stats_interval{1000};
+  std::chrono::milliseconds preinstall_timeout{2000};  // publish anyway when barriers lag
+  bool block_real = true;  // drop traffic (and ARP) addressed to a protected host's real IP
+  size_t max_sessions_per_shard = 1'000'000;
+
+  uint32_t vip_ip(uint32_t index) const { return vip_base + 1 + index; }  // skips the network address
+};
+
+// Reads [cpam]; bad values are reported through cfg.add_problem naming the key.
+CpamConfig read_cpam_config(core::Config& cfg, std::string_view section = "cpam");
+
+}  // namespace sdn::apps::cpam

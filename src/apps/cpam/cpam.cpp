@@ -1,0 +1,671 @@
+// CPAM: the reactive side (ARP, DNS, session setup, repair, FLOW_REMOVED) of every shard.
+// The rotation engine is in rotation.cpp, the flow builders in flows.cpp.
+#include "apps/cpam/cpam.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "apps/cpam/flows.hpp"
+#include "core/log.hpp"
+#include "pkt/build.hpp"
+#include "pkt/dns.hpp"
+
+namespace sdn::apps::cpam {
+
+using southbound::Disposition;
+using southbound::SwitchContext;
+using topology::Hop;
+using topology::PortRef;
+using topology::PortRole;
+
+namespace {
+// The instance of the shard this thread runs (set in on_start): a function posted to a shard,
+// or run there by with_switch, reaches that shard's instance through it.
+thread_local Cpam* t_self = nullptr;
+
+void release(SwitchContext& sw, const ofp::PacketIn& pin) {
+  if (pin.buffer_id == ofp::kNoBuffer) return;
+  ofp::PacketOut po;
+  po.buffer_id = pin.buffer_id;
+  po.in_port = pin.in_port();
+  sw.send(std::move(po));
+}
+}  // namespace
+
+Cpam* Cpam::self() { return t_self; }
+
+uint64_t make_cookie(CookieKind k, unsigned shard, uint64_t id) {
+  if (k == CookieKind::kVipRule) return kCookie | (uint64_t{static_cast<uint8_t>(k)} << 52) | (id & 0xffff'ffff);
+  return kCookie | (uint64_t{static_cast<uint8_t>(k)} << 52) | (uint64_t{shard & 0xff} << 44) |
+         (id & ((uint64_t{1} << 44) - 1));
+}
+
+// ---- service -----------------------------------------------------------------------------
+
+CpamService::CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::Metrics* metrics)
+    : cfg_(std::move(cfg)),
+      dir_(cfg_.hosts),
+      table_(std::make_shared<VipTable>(cfg_.pool_size)),
+      due_(std::move(due)) {
+  rppt_ = metrics ? &metrics->histogram("cpam.rppt") : &local_rppt_;
+  rppt_rotating_ = metrics ? &metrics->histogram("cpam.rppt_rotating") : &local_rppt_rotating_;
+  rppt_quiet_ = metrics ? &metrics->histogram("cpam.rppt_quiet") : &local_rppt_quiet_;
+  setup_confirmed_ = metrics ? &metrics->histogram("cpam.setup_confirmed") : &local_setup_;
+  if (!cfg_.rppt_samples.empty()) {
+    samples_ = std::fopen(cfg_.rppt_samples.c_str(), "w");
+    if (samples_ == nullptr) {
+      spdlog::error("cpam: cannot write RPPT samples to {}", cfg_.rppt_samples);
+    } else {
+      std::fputs("rx_ns,rppt_ns,kind,rotating,epoch,shard\n", samples_);
+    }
+  }
+}
+
+CpamService::~CpamService() {
+  if (samples_ != nullptr) std::fclose(samples_);
+}
+
+void CpamService::attach(unsigned shard, Cpam* inst) {
+  std::lock_guard lock(mu_);
+  if (instances_.size() <= shard) instances_.resize(shard + 1, nullptr);
+  instances_[shard] = inst;
+}
+
+void CpamService::detach(unsigned shard) {
+  std::lock_guard lock(mu_);
+  if (shard < instances_.size()) instances_[shard] = nullptr;
+}
+
+void CpamService::set_latest(std::shared_ptr<const Snapshot> s) {
+  std::lock_guard lock(mu_);
+  latest_ = std::move(s);
+}
+
+std::shared_ptr<const Snapshot> CpamService::latest() const {
+  std::lock_guard lock(mu_);
+  return latest_;
+}
+
+void CpamService::publish(std::string_view key, nlohmann::json value, unsigned flags) {
+  if (!due_) return;
+  if (auto r = due_->write(key, data::Value(std::move(value)), flags | data::kNoWait); !r) {
+    publish_errors_.fetch_add(1, std::memory_order_relaxed);
+    SDN_LOG_RATELIMITED(spdlog::level::warn, "cpam: cannot publish {}: {}", key, r.error());
+  }
+}
+
+void CpamService::write_samples(const std::vector<std::string>& lines) {
+  if (samples_ == nullptr || lines.empty()) return;
+  std::lock_guard lock(mu_);
+  for (const auto& l : lines) std::fputs(l.c_str(), samples_);
+  std::fflush(samples_);
+}
+
+CpamCounters CpamService::counters() const {
+  std::lock_guard lock(mu_);
+  CpamCounters c;
+  for (const Cpam* i : instances_) {
+    if (i == nullptr) continue;
+    c.packet_ins += i->packet_ins_.get();
+    c.sessions_bound += i->bound_.get();
+    c.sessions_reused += i->reused_.get();
+    c.sessions_expired += i->expired_.get();
+    c.setups += i->setups_.get();
+    c.setup_failed += i->setup_failed_.get();
+    c.repairs += i->repairs_.get();
+    c.arp_answered += i->arp_answered_.get();
+    c.arp_refused += i->arp_refused_.get();
+    c.dns_answered += i->dns_answered_.get();
+    c.dns_nxdomain += i->dns_nxdomain_.get();
+    c.dns_refused += i->dns_refused_.get();
+    c.dns_errors += i->dns_errors_.get();
+    c.stale_vip += i->stale_vip_.get();
+    c.pin_conflicts += i->pin_conflicts_.get();
+    c.unprotected_src += i->unprotected_src_.get();
+    c.real_blocked += i->real_blocked_.get();
+    c.spoofed += i->spoofed_.get();
+    c.unlocated += i->unlocated_.get();
+    c.no_path += i->no_path_.get();
+    c.not_ready += i->not_ready_.get();
+    c.parse_errors += i->parse_errors_.get();
+    c.sessions_full += i->sessions_full_.get();
+    c.flows_removed += i->flows_removed_.get();
+    c.live_sessions += i->live_sessions_.load(std::memory_order_relaxed);
+  }
+  return c;
+}
+
+
+nlohmann::json CpamService::stats_json() const {
+  const CpamCounters c = counters();
+  nlohmann::json j = {{"packet_ins", c.packet_ins},       {"sessions_bound", c.sessions_bound},
+                      {"sessions_reused", c.sessions_reused}, {"sessions_expired", c.sessions_expired},
+                      {"live_sessions", c.live_sessions}, {"setups", c.setups},
+                      {"setup_failed", c.setup_failed},   {"repairs", c.repairs},
+                      {"arp_answered", c.arp_answered},   {"arp_refused", c.arp_refused},
+                      {"dns_answered", c.dns_answered},   {"dns_nxdomain", c.dns_nxdomain},
+                      {"dns_refused", c.dns_refused},     {"dns_errors", c.dns_errors},
+                      {"stale_vip", c.stale_vip},         {"pin_conflicts", c.pin_conflicts},
+                      {"unprotected_src", c.unprotected_src}, {"real_blocked", c.real_blocked},
+                      {"spoofed", c.spoofed},             {"unlocated", c.unlocated},
+                      {"no_path", c.no_path},             {"not_ready", c.not_ready},
+                      {"parse_errors", c.parse_errors},   {"sessions_full", c.sessions_full},
+                      {"flows_removed", c.flows_removed}, {"publish_errors", publish_errors_.load()}};
+  return j;
+}
+
+// ---- instance ----------------------------------------------------------------------------
+
+Cpam::Cpam(std::shared_ptr<CpamService> svc, unsigned shard) : svc_(std::move(svc)), cfg_(svc_->cfg_), shard_(shard) {}
+
+Cpam::~Cpam() {
+  if (t_self == this) t_self = nullptr;
+  svc_->detach(shard_);
+}
+
+void Cpam::on_start(southbound::Runtime& rt, unsigned shard) {
+  rt_ = &rt;
+  shard_ = shard;
+  t_self = this;
+  svc_->attach(shard_, this);
+  snap_ = svc_->latest();
+  if (svc_->due_) {
+    auto* runtime = rt_;
+    auto sub = svc_->due_->observe(
+        topology::kTopologyPattern,
+        [this](const data::RecordPtr& r) {
+          if (r->value.is_json()) apply_topology(r->key, r->value.json());
+        },
+        [runtime, shard](std::function<void()> fn) { runtime->post(shard, std::move(fn)); });
+    if (!sub) {
+      spdlog::error("cpam: cannot subscribe to {}: {}", topology::kTopologyPattern, sub.error());
+    } else {
+      sub_ = std::move(*sub);
+    }
+  }
+  rt_->call_after(shard_, std::chrono::seconds(1), [this] { sweep_now(); });
+  if (shard_ == 0) engine_start();
+}
+
+void Cpam::on_stop() {
+  stopped_ = true;
+  sub_.cancel();
+  if (!samples_.empty()) svc_->write_samples(samples_);
+  samples_.clear();
+}
+
+void Cpam::apply_topology(std::string_view key, const nlohmann::json& value) {
+  auto rec = view_.apply(key, value);
+  if (!rec) SDN_LOG_RATELIMITED(spdlog::level::warn, "cpam: {}", rec.error());
+}
+
+Disposition Cpam::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) {
+  auto parsed = pkt::parse(pin.data, pkt::ParseOptions{.allow_truncated = true});
+  if (!parsed) return Disposition::kContinue;  // forwarding counts and logs it
+  const pkt::Parsed& p = *parsed;
+  const auto role = view_.role(PortRef{sw.dpid(), pin.in_port()}).value_or(PortRole::kPending);
+  if (p.arp) return handle_arp(sw, pin, p, role);
+  if (p.ipv4) return handle_ipv4(sw, pin, p, role, now);
+  return Disposition::kContinue;
+}
+
+Disposition Cpam::handle_arp(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, PortRole role) {
+  const pkt::Arp& a = *p.arp;
+  const uint32_t tpa = a.tpa.value;
+  const bool ours = svc_->in_pool(tpa) || tpa == cfg_.dns_ip;
+  if (a.op == pkt::kArpReply && p.eth.dst.value == virtual_mac(cfg_.dns_ip)) {
+    packet_ins_.inc();
+    release(sw, pin);
+    return Disposition::kStop;  // the answer to a locate probe: topology has seen the host
+  }
+  if (a.op != pkt::kArpRequest) return Disposition::kContinue;
+  if (!ours) {
+    // Real addresses of protected hosts are not reachable: nobody gets to resolve them.
+    if (cfg_.block_real && a.spa.value != tpa && svc_->dir_.find_ip(tpa) && svc_->dir_.find_ip(a.spa.value)) {
+      packet_ins_.inc();
+      real_blocked_.inc();
+      release(sw, pin);
+      return Disposition::kStop;
+    }
+    return Disposition::kContinue;
+  }
+  packet_ins_.inc();
+  if (role != PortRole::kEdge) {  // a copy flooded by someone else: the edge answers
+    release(sw, pin);
+    return Disposition::kStop;
+  }
+  bool live = tpa == cfg_.dns_ip;
+  if (!live) {
+    const auto v = svc_->vips().load(svc_->vip_index(tpa));
+    live = v.state == VipState::kPrimary || v.state == VipState::kGrace;
+  }
+  if (!live) {
+    arp_refused_.inc();  // free, reserved or quarantined: the address does not exist
+    release(sw, pin);
+    return Disposition::kStop;
+  }
+  const pkt::Bytes reply = pkt::arp_reply_for(a, pkt::Mac{virtual_mac(tpa)});
+  ofp::PacketOut po;
+  po.in_port = ofp::port::kController;
+  po.data = reply;
+  po.actions.push_back(ofp::ActionOutput{pin.in_port()});
+  sw.send(std::move(po));
+  release(sw, pin);
+  arp_answered_.inc();
+  return Disposition::kStop;
+}
+
+Disposition Cpam::handle_ipv4(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, PortRole role,
+                              Clock::time_point rx) {
+  const uint32_t src = p.ipv4->src.value, dst = p.ipv4->dst.value;
+  const bool to_vip = svc_->in_pool(dst), from_vip = svc_->in_pool(src);
+  const bool to_dns = dst == cfg_.dns_ip;
+  const bool to_real = cfg_.block_real && src != dst && svc_->dir_.find_ip(dst).has_value() &&
+                       svc_->dir_.find_ip(src).has_value();
+  if (!to_vip && !from_vip && !to_dns && !to_real) return Disposition::kContinue;
+  packet_ins_.inc();
+  auto drop = [&](Stat& why) {
+    why.inc();
+    release(sw, pin);
+    return Disposition::kStop;
+  };
+  if (role == PortRole::kLink) {
+    if (from_vip && to_vip) {
+      repair(sw, pin, p, rx);
+      return Disposition::kStop;
+    }
+    return drop(not_ready_);
+  }
+  if (role != PortRole::kEdge) return drop(not_ready_);
+  if (to_real) return drop(real_blocked_);
+  if (from_vip) return drop(spoofed_);  // hosts never own a VIP: someone forged it
+  if (to_dns) {
+    if (p.udp && p.udp->dst_port == pkt::kDnsPort) {
+      answer_dns(sw, p, pin.in_port());
+      release(sw, pin);
+      return Disposition::kStop;
+    }
+    return drop(dns_errors_);
+  }
+  setup(sw, pin, p, rx);
+  return Disposition::kStop;
+}
+
+void Cpam::answer_dns(SwitchContext& sw, const pkt::Parsed& p, uint32_t in_port) {
+  auto q = pkt::parse_dns_query(p.udp->payload);
+  if (!q) {
+    dns_errors_.inc();
+    SDN_LOG_RATELIMITED(spdlog::level::debug, "cpam: bad DNS query: {}", pkt::to_string(q.error()));
+    return;
+  }
+  uint8_t rcode = pkt::dnsrcode::kNoError;
+  std::vector<pkt::Ipv4Addr> answers;
+  uint32_t ttl = 0;
+  const std::string suffix = "." + cfg_.zone;
+  const std::string& name = q->name;
+  if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    rcode = pkt::dnsrcode::kRefused;  // not our zone: we are no recursive resolver
+    dns_refused_.inc();
+  } else if (auto it = svc_->dir_.by_name.find(name.substr(0, name.size() - suffix.size()));
+             it == svc_->dir_.by_name.end() || snap_ == nullptr || snap_->primary[it->second] == kNone) {
+    rcode = pkt::dnsrcode::kNxDomain;
+    dns_nxdomain_.inc();
+  } else {
+    if (q->qtype == pkt::dnstype::kA || q->qtype == pkt::dnstype::kAny)
+      answers.push_back(pkt::Ipv4Addr{cfg_.vip_ip(snap_->primary[it->second])});
+    // No longer than the rest of the epoch: a cached answer never outlives its VIP's term.
+    const auto left = std::chrono::duration_cast<std::chrono::seconds>(snap_->next_rotation - rt_->now()).count();
+    ttl = static_cast<uint32_t>(std::clamp<int64_t>(left, 0, cfg_.rotation_interval.count() / 1000));
+    dns_answered_.inc();
+  }
+  const pkt::Bytes msg = pkt::build_dns_response(*q, rcode, answers, ttl);
+  pkt::EthSpec eth;
+  eth.dst = p.eth.src;
+  eth.src = pkt::Mac{virtual_mac(cfg_.dns_ip)};
+  pkt::Ipv4Spec ip;
+  ip.src = pkt::Ipv4Addr{cfg_.dns_ip};
+  ip.dst = p.ipv4->src;
+  const pkt::Bytes frame = pkt::build_udp(eth, ip, pkt::kDnsPort, p.udp->src_port, msg);
+  ofp::PacketOut po;
+  po.in_port = ofp::port::kController;
+  po.data = frame;
+  po.actions.push_back(ofp::ActionOutput{in_port});
+  sw.send(std::move(po));
+}
+
+std::optional<Cpam::Loc> Cpam::locate(uint32_t host, Clock::time_point now) {
+  const uint32_t ip = svc_->dir_.hosts[host].ip;
+  if (auto mac = view_.mac_of(ip)) {
+    if (const auto* h = view_.host(*mac)) return Loc{h->at, *mac};
+  }
+  // Never seen: ask for it (at most twice a second per host); its reply teaches topology.
+  auto& last = probed_[ip];
+  if (last == Clock::time_point{} || now - last >= std::chrono::milliseconds(500)) {
+    last = now;
+    probe(ip);
+  }
+  return std::nullopt;
+}
+
+void Cpam::probe(uint32_t ip) {
+  auto frame = std::make_shared<const pkt::Bytes>(
+      pkt::arp_request(pkt::Mac{virtual_mac(cfg_.dns_ip)}, pkt::Ipv4Addr{cfg_.dns_ip}, pkt::Ipv4Addr{ip}));
+  for (uint64_t dpid : view_.switches()) {
+    std::vector<uint32_t> edges = view_.edge_ports(dpid);
+    if (edges.empty() || rt_ == nullptr) continue;
+    ofp::PacketOut po;
+    for (uint32_t port : edges) po.actions.push_back(ofp::ActionOutput{port});
+    rt_->with_switch(dpid, [po = std::move(po), frame](SwitchContext& s) mutable {
+      po.data = *frame;
+      s.send(std::move(po), southbound::Lane::kLow);
+    });
+  }
+}
+
+// The first packet of a session from a protected host to a VIP (Algorithm 1, OnPacketIn).
+void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, Clock::time_point rx) {
+  auto fail = [&](Stat& why) {
+    why.inc();
+    setup_failed_.inc();
+    release(sw, pin);
+  };
+  const auto from = svc_->dir_.find_ip(p.ipv4->src.value);
+  if (!from) return fail(unprotected_src_);
+  const uint32_t vd = svc_->vip_index(p.ipv4->dst.value);
+  const auto dv = svc_->vips().load(vd);
+  if (dv.owner == kNone || (dv.state != VipState::kPrimary && dv.state != VipState::kGrace) || dv.owner == *from)
+    return fail(stale_vip_);
+  uint16_t sp = 0, dp = 0;
+  if (p.tcp) {
+    sp = p.tcp->src_port;
+    dp = p.tcp->dst_port;
+  } else if (p.udp) {
+    sp = p.udp->src_port;
+    dp = p.udp->dst_port;
+  } else if (p.icmp && p.icmp->type != pkt::icmptype::kEchoRequest && p.icmp->type != pkt::icmptype::kEchoReply) {
+    return fail(parse_errors_);  // ICMP errors ride on the session's flows, never start one
+  }
+  const uint8_t proto = p.ipv4->protocol;
+  const uint32_t a = *from, b = dv.owner;
+  const bool a_low = std::pair(a, sp) < std::pair(b, dp);
+  const Key key{proto, a_low ? a : b, a_low ? b : a, a_low ? sp : dp, a_low ? dp : sp};
+
+  auto it = sessions_.find(key);
+  if (it != sessions_.end()) {
+    Binding& bd = it->second;
+    const bool a_client = bd.client == a;
+    if ((a_client ? bd.vs : bd.vc) == vd) {
+      reused_.inc();  // pinned: later packets and later epochs use the same pair
+      if (!install(bd, pin, a_client, rx)) setup_failed_.inc();
+      return;
+    }
+    if (bd.owner != shard_ || bd.live != 0) return fail(pin_conflicts_);
+    erase_binding(key, true);  // a new connection reusing the ports of a finished one
+  }
+  if (sessions_.size() >= cfg_.max_sessions_per_shard) return fail(sessions_full_);
+  if (snap_ == nullptr || snap_->primary[a] == kNone) return fail(not_ready_);
+  const uint32_t vc = snap_->primary[a];
+  auto& vips = svc_->vips();
+  if (!vips.acquire_session(vd, rx, cfg_.grace_accept)) return fail(stale_vip_);  // retired too long ago
+  if (!vips.acquire_session(vc, rx, cfg_.grace_accept)) {
+    vips.release_session(vd);
+    return fail(stale_vip_);
+  }
+  Binding bd;
+  bd.client = a;
+  bd.server = b;
+  bd.vc = vc;
+  bd.vs = vd;
+  bd.cport = sp;
+  bd.sport = dp;
+  bd.proto = proto;
+  bd.id = ++next_id_;
+  bd.owner = shard_;
+  bd.flowless_since = rx;
+  sessions_.emplace(key, bd);
+  by_id_.emplace(bd.id, key);
+  live_sessions_.store(by_id_.size(), std::memory_order_relaxed);
+  bound_.inc();
+  // The server side's shard gets a replica first, so a reply that misses finds the pin.
+  if (auto sl = locate(b, rx)) replicate(key, bd, sl->at.dpid);
+  if (!install(bd, pin, true, rx)) setup_failed_.inc();
+}
+
+void Cpam::replicate(const Key& k, const Binding& b, uint64_t server_dpid) {
+  if (rt_ == nullptr) return;
+  rt_->with_switch(server_dpid, [k, b](SwitchContext&) {
+    if (t_self != nullptr && t_self->shard_ != b.owner) t_self->sessions_.try_emplace(k, b);
+  });
+}
+
+bool Cpam::install(const Binding& b, const ofp::PacketIn& pin, bool from_client, Clock::time_point rx) {
+  const auto lc = locate(b.client, rx);
+  const auto ls = locate(b.server, rx);
+  if (!lc || !ls) {
+    unlocated_.inc();
+    return false;
+  }
+  auto fwd = view_.paths().path(lc->at, ls->at);
+  auto rev = view_.paths().path(ls->at, lc->at);
+  if (!fwd || !rev || fwd->empty() || rev->empty()) {
+    no_path_.inc();
+    return false;
+  }
+  const auto& hosts = svc_->dir_.hosts;
+  const flows::Session s{b.proto,
+                         hosts[b.client].ip,
+                         hosts[b.server].ip,
+                         cfg_.vip_ip(b.vc),
+                         cfg_.vip_ip(b.vs),
+                         lc->mac,
+                         ls->mac,
+                         b.cport,
+                         b.sport};
+  flows::Plan plan = flows::plan_session(cfg_, s, *fwd, *rev, b.owner, b.id);
+  // The triggering packet, translated, out of its destination's port at the last hop.
+  const auto& path = from_client ? *fwd : *rev;
+  plan.add_packet_out(path.back().dpid, flows::deliver(s, from_client, path.back().out_port), pin.data);
+
+  setups_.inc();
+  const bool rotating = svc_->rotating();
+  auto left = std::make_shared<std::atomic<size_t>>(plan.switches.size());
+  auto unconfirmed = std::make_shared<std::atomic<size_t>>(plan.switches.size());
+  auto svc = svc_;
+  const unsigned owner = b.owner;
+  const uint64_t id = b.id;
+  for (auto& sb : plan.switches) {
+    const uint8_t bits = sb.first_hop_bits;
+    auto send = [svc, left, unconfirmed, rx, rotating, owner, id, bits, rt = rt_,
+                 sb = std::move(sb)](SwitchContext& sw) mutable {
+      sb.attach_frame();
+      sw.send_batch(std::move(sb.batch), southbound::Lane::kHigh,
+                   [svc, unconfirmed, rx, owner, id, bits, rt](const southbound::BatchResult& r) {
+                     if (r.ok && bits != 0 && rt != nullptr)
+                       rt->post(owner, [id, bits] {
+                         if (t_self != nullptr) t_self->confirm(id, bits);
+                       });
+                     if (unconfirmed->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - rx).count();
+                       svc->setup_confirmed_->record(static_cast<uint64_t>(std::max<int64_t>(ns, 0)));
+                     }
+                   });
+      // RPPT: the last FlowMod/PacketOut of this event is queued for the write at the end of
+      // this loop turn (the gathered write of the switch's shard).
+      if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - rx).count();
+        const uint64_t v = static_cast<uint64_t>(std::max<int64_t>(ns, 0));
+        svc->rppt_->record(v);
+        (rotating ? svc->rppt_rotating_ : svc->rppt_quiet_)->record(v);
+        if (t_self != nullptr && svc->samples_ != nullptr) {
+          const auto rx_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(rx.time_since_epoch()).count();
+          t_self->samples_.push_back(fmt::format("{},{},setup,{},{},{}\n", rx_ns, v, rotating ? 1 : 0,
+                                                 t_self->snap_ ? t_self->snap_->epoch : 0, t_self->shard_));
+        }
+      }
+    };
+    const uint64_t dpid = sb.dpid;
+    if (rt_ == nullptr || !rt_->with_switch(dpid, std::move(send))) {
+      left->fetch_sub(1);
+      unconfirmed->fetch_sub(1);
+    }
+  }
+  return true;
+}
+
+// A packet between two VIPs missed on a transit switch (its session's transit flow expired or
+// its path changed under it): the rest of the path is installed from here, statelessly.
+void Cpam::repair(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, Clock::time_point rx) {
+  auto& vips = svc_->vips();
+  const uint32_t vs = svc_->vip_index(p.ipv4->dst.value);
+  const auto dv = vips.load(vs);
+  const auto sv = vips.load(svc_->vip_index(p.ipv4->src.value));
+  auto live = [](const VipTable::View& v) { return v.state == VipState::kPrimary || v.state == VipState::kGrace; };
+  if (dv.owner == kNone || !live(dv) || !live(sv)) {
+    stale_vip_.inc();
+    release(sw, pin);
+    return;
+  }
+  const auto ld = locate(dv.owner, rx);
+  if (!ld) {
+    unlocated_.inc();
+    release(sw, pin);
+    return;
+  }
+  auto hops = view_.paths().path(PortRef{sw.dpid(), pin.in_port()}, ld->at);
+  if (!hops || hops->empty()) {
+    no_path_.inc();
+    release(sw, pin);
+    return;
+  }
+  flows::Plan plan = flows::plan_repair(cfg_, p, *hops, vs, svc_->dir_.hosts[dv.owner].ip, ld->mac, shard_,
+                                        ++next_id_, pin.data);
+  repairs_.inc();
+  for (auto& sb : plan.switches) {
+    const uint64_t dpid = sb.dpid;
+    auto send = [sb = std::move(sb)](SwitchContext& s) mutable {
+      sb.attach_frame();
+      s.send_batch(std::move(sb.batch), southbound::Lane::kHigh, [](const southbound::BatchResult&) {});
+    };
+    if (dpid == sw.dpid()) {
+      send(sw);
+    } else if (rt_ != nullptr) {
+      rt_->with_switch(dpid, std::move(send));
+    }
+  }
+  record_rppt(rx, "repair");
+}
+
+void Cpam::record_rppt(Clock::time_point rx, const char* kind) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - rx).count();
+  const uint64_t v = static_cast<uint64_t>(std::max<int64_t>(ns, 0));
+  const bool rotating = svc_->rotating();
+  svc_->rppt_->record(v);
+  (rotating ? svc_->rppt_rotating_ : svc_->rppt_quiet_)->record(v);
+  if (svc_->samples_ != nullptr) {
+    const auto rx_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(rx.time_since_epoch()).count();
+    samples_.push_back(fmt::format("{},{},{},{},{},{}\n", rx_ns, v, kind, rotating ? 1 : 0, snap_ ? snap_->epoch : 0,
+                                   shard_));
+  }
+}
+
+void Cpam::confirm(uint64_t id, uint8_t bits) {
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return;
+  auto bit = sessions_.find(it->second);
+  if (bit == sessions_.end()) return;
+  Binding& b = bit->second;
+  for (uint8_t m : {uint8_t{1}, uint8_t{2}}) {
+    if ((bits & m) == 0 || (b.live & m) != 0) continue;
+    b.live |= m;
+    svc_->vips().add_flow(b.vc);
+    svc_->vips().add_flow(b.vs);
+  }
+}
+
+void Cpam::flow_gone(uint64_t id, uint8_t bit, Clock::time_point now) {
+  auto it = by_id_.find(id);
+  if (it == by_id_.end()) return;
+  auto bi = sessions_.find(it->second);
+  if (bi == sessions_.end()) return;
+  Binding& b = bi->second;
+  if ((b.live & bit) == 0) return;
+  b.live &= static_cast<uint8_t>(~bit);
+  svc_->vips().drop_flow(b.vc);
+  svc_->vips().drop_flow(b.vs);
+  if (b.live == 0) b.flowless_since = now;
+}
+
+void Cpam::on_flow_removed(SwitchContext& /*sw*/, const ofp::FlowRemoved& fr) {
+  if ((fr.cookie & kCookieMask) != kCookie) return;
+  flows_removed_.inc();
+  const CookieKind k = cookie_kind(fr.cookie);
+  if (k != CookieKind::kFirstFwd && k != CookieKind::kFirstRev) return;
+  const uint8_t bit = k == CookieKind::kFirstFwd ? 1 : 2;
+  const uint64_t id = cookie_id(fr.cookie);
+  const unsigned owner = cookie_shard(fr.cookie);
+  if (owner == shard_) {
+    flow_gone(id, bit, rt_ ? rt_->now() : Clock::now());
+  } else if (rt_ != nullptr && owner < rt_->shard_count()) {
+    auto* rt = rt_;
+    rt_->post(owner, [id, bit, rt] {
+      if (t_self != nullptr) t_self->flow_gone(id, bit, rt->now());
+    });
+  }
+}
+
+void Cpam::erase_binding(const Key& k, bool release_refs) {
+  auto it = sessions_.find(k);
+  if (it == sessions_.end()) return;
+  const Binding b = it->second;
+  sessions_.erase(it);
+  if (b.owner != shard_) return;
+  by_id_.erase(b.id);
+  live_sessions_.store(by_id_.size(), std::memory_order_relaxed);
+  if (release_refs) {
+    for (uint8_t m : {uint8_t{1}, uint8_t{2}})
+      if ((b.live & m) != 0) {
+        svc_->vips().drop_flow(b.vc);
+        svc_->vips().drop_flow(b.vs);
+      }
+    svc_->vips().release_session(b.vc);
+    svc_->vips().release_session(b.vs);
+  }
+  if (rt_ != nullptr)
+    for (unsigned s = 0; s < rt_->shard_count(); ++s)
+      if (s != shard_)
+        rt_->post(s, [k, owner = shard_] {
+          if (t_self == nullptr) return;
+          auto r = t_self->sessions_.find(k);
+          if (r != t_self->sessions_.end() && r->second.owner == owner) t_self->sessions_.erase(r);
+        });
+}
+
+void Cpam::sweep(Clock::time_point now) {
+  std::vector<Key> done;
+  for (const auto& [id, key] : by_id_) {
+    auto it = sessions_.find(key);
+    if (it != sessions_.end() && it->second.live == 0 && now - it->second.flowless_since >= cfg_.session_linger)
+      done.push_back(key);
+  }
+  for (const Key& k : done) erase_binding(k, true);
+  expired_.inc(done.size());
+  if (!samples_.empty()) {
+    svc_->write_samples(samples_);
+    samples_.clear();
+  }
+}
+
+void Cpam::sweep_now() {
+  if (stopped_) return;
+  sweep(rt_ ? rt_->now() : Clock::now());
+  if (rt_ != nullptr) rt_->call_after(shard_, std::chrono::seconds(1), [this] { sweep_now(); });
+}
+
+void Cpam::on_switch_down(uint64_t /*dpid*/) {
+  // Flows went with the switch; FLOW_REMOVED never comes for them. The bindings of sessions
+  // whose first hop was there lose their flows when they idle out elsewhere or are swept.
+}
+
+}  // namespace sdn::apps::cpam

@@ -1,0 +1,223 @@
+// CPAM, continuity-preserving address mutation (seeds/000, Algorithm 1): every protected host
+// is reachable only under a rotating virtual IP. Packets cross the fabric addressed by VIPs and
+// are translated at the destination's access switch; a bidirectional session binding pins the
+// (client VIP, server VIP) pair at setup so established sessions survive rotations; retired VIPs
+// are reclaimed only when nothing references them. The flow layout is in README.md.
+//
+// One Cpam instance per shard does the reactive work for the switches of its shard, with its own
+// session table and topology replica. The CpamService they share holds the VIP table (atomic
+// words), the rotation engine (run by shard 0's instance in small timed steps, or to completion
+// in the cooperative mode) and the published snapshot, which each shard receives by message.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/cpam/config.hpp"
+#include "apps/cpam/vips.hpp"
+#include "apps/topology/view.hpp"
+#include "core/metrics.hpp"
+#include "data/due.hpp"
+#include "pkt/parse.hpp"
+#include "southbound/app.hpp"
+
+namespace sdn::apps::cpam {
+
+// Cookies: top byte 0x02 (the CPAM range), then a 4-bit kind; session kinds carry the owner
+// shard (8 bits) and the session id (44 bits), the VIP rule kind the VIP index.
+inline constexpr uint64_t kCookie = 0x0200'0000'0000'0000ULL;
+inline constexpr uint64_t kCookieMask = 0xff00'0000'0000'0000ULL;
+enum class CookieKind : uint8_t {
+  kVipRule = 1,     // standing last-hop rule of one VIP
+  kFirstFwd = 2,    // session, client's access switch (source pinning), sends FLOW_REMOVED
+  kFirstRev = 3,    // session, server's access switch (reply direction), sends FLOW_REMOVED
+  kTransit = 4,     // session, intermediate switches
+  kRepair = 5,      // path re-installed from a transit switch that missed
+};
+uint64_t make_cookie(CookieKind k, unsigned shard, uint64_t id);
+inline CookieKind cookie_kind(uint64_t c) { return static_cast<CookieKind>((c >> 52) & 0xf); }
+inline unsigned cookie_shard(uint64_t c) { return static_cast<unsigned>((c >> 44) & 0xff); }
+inline uint64_t cookie_id(uint64_t c) { return c & ((uint64_t{1} << 44) - 1); }
+// The MAC every VIP (and the DNS responder) answers ARP with: locally administered, 02:00:<ip>.
+inline uint64_t virtual_mac(uint32_t ip) { return 0x0200'0000'0000ULL | ip; }
+
+class Cpam;
+
+struct CpamCounters {
+  uint64_t packet_ins = 0, sessions_bound = 0, sessions_reused = 0, sessions_expired = 0, setups = 0;
+  uint64_t setup_failed = 0, repairs = 0, arp_answered = 0, arp_refused = 0, dns_answered = 0, dns_nxdomain = 0;
+  uint64_t dns_refused = 0, dns_errors = 0, stale_vip = 0, pin_conflicts = 0, unprotected_src = 0;
+  uint64_t real_blocked = 0, spoofed = 0, unlocated = 0, no_path = 0, not_ready = 0, parse_errors = 0;
+  uint64_t sessions_full = 0, flows_removed = 0, live_sessions = 0;
+};
+
+class CpamService {
+ public:
+  // `due` produces network/cpam/** and consumes network/topology/**; `metrics` gets the
+  // histograms cpam.rppt, cpam.rppt_rotating, cpam.rppt_quiet and cpam.setup_confirmed.
+  CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::Metrics* metrics);
+  ~CpamService();
+
+  const CpamConfig& config() const { return cfg_; }
+  const HostDirectory& hosts() const { return dir_; }
+  VipTable& vips() { return *table_; }
+  bool in_pool(uint32_t ip) const { return ip - cfg_.vip_base - 1 < cfg_.pool_size && ip > cfg_.vip_base; }
+  uint32_t vip_index(uint32_t ip) const { return ip - cfg_.vip_base - 1; }
+  bool rotating() const { return rotating_.load(std::memory_order_relaxed); }
+  std::shared_ptr<const Snapshot> latest() const;
+  CpamCounters counters() const;  // summed over the shards
+  nlohmann::json stats_json() const;
+
+ private:
+  friend class Cpam;
+  void attach(unsigned shard, Cpam* inst);
+  void detach(unsigned shard);
+  void set_latest(std::shared_ptr<const Snapshot> s);
+  void publish(std::string_view key, nlohmann::json value, unsigned flags);
+  void write_samples(const std::vector<std::string>& lines);
+
+  CpamConfig cfg_;
+  HostDirectory dir_;
+  std::shared_ptr<VipTable> table_;
+  std::shared_ptr<data::Due> due_;
+  core::Histogram* rppt_ = nullptr;
+  core::Histogram* rppt_rotating_ = nullptr;
+  core::Histogram* rppt_quiet_ = nullptr;
+  core::Histogram* setup_confirmed_ = nullptr;
+  core::Histogram local_rppt_, local_rppt_rotating_, local_rppt_quiet_, local_setup_;  // when metrics is null
+  std::atomic<bool> rotating_{false};
+  mutable std::mutex mu_;  // instances_, latest_, samples_ (never taken on the hot path)
+  std::vector<Cpam*> instances_;
+  std::shared_ptr<const Snapshot> latest_;
+  std::FILE* samples_ = nullptr;
+  std::atomic<uint64_t> publish_errors_{0};
+  RotationRecord last_rotation_;
+};
+
+class Cpam final : public southbound::App {
+ public:
+  using Clock = southbound::Clock;
+  Cpam(std::shared_ptr<CpamService> svc, unsigned shard);
+  ~Cpam() override;
+
+  std::string_view name() const override { return "cpam"; }
+  void on_start(southbound::Runtime& rt, unsigned shard) override;
+  void on_stop() override;
+  southbound::Disposition on_packet_in(southbound::SwitchContext& sw, const ofp::PacketIn& pin,
+                                       Clock::time_point now) override;
+  void on_flow_removed(southbound::SwitchContext& sw, const ofp::FlowRemoved& fr) override;
+  void on_switch_down(uint64_t dpid) override;
+
+  // Feeds the topology replica directly (what the subscription does); for tests.
+  void apply_topology(std::string_view key, const nlohmann::json& value);
+  // Runs one rotation now (shard 0's instance; tests and the CLI-less demo use the timer).
+  void rotate_now();
+  // One reclaim pass now (shard 0's instance).
+  void reclaim_now();
+  // The binding sweep and sample flush, normally every second.
+  void sweep_now();
+  size_t session_count() const { return sessions_.size(); }
+  const topology::TopologyView& view() const { return view_; }
+  const Snapshot* snapshot() const { return snap_.get(); }
+
+ private:
+  friend class CpamService;
+  struct Key {
+    uint8_t proto;
+    uint32_t lo_host, hi_host;
+    uint16_t lo_port, hi_port;
+    bool operator==(const Key&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.proto, k.lo_host, k.hi_host, k.lo_port, k.hi_port);
+    }
+  };
+  struct Binding {
+    uint32_t client = kNone, server = kNone;  // host indices
+    uint32_t vc = kNone, vs = kNone;          // pinned VIP indices
+    uint16_t cport = 0, sport = 0;
+    uint8_t proto = 0;
+    uint64_t id = 0;
+    unsigned owner = 0;       // shard holding the references (a replica elsewhere mirrors it)
+    uint8_t live = 0;         // bit 0 client-side first-hop flow confirmed, bit 1 server-side
+    Clock::time_point flowless_since{};
+  };
+  struct Loc {
+    topology::PortRef at;
+    uint64_t mac = 0;
+  };
+
+  southbound::Disposition handle_ipv4(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p,
+                                      topology::PortRole role, Clock::time_point rx);
+  southbound::Disposition handle_arp(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p,
+                                     topology::PortRole role);
+  void answer_dns(southbound::SwitchContext& sw, const pkt::Parsed& p, uint32_t in_port);
+  void setup(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, Clock::time_point rx);
+  void repair(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, Clock::time_point rx);
+  // Installs both directions of a binding and delivers the packet (from the client when
+  // `from_client`), translated, at its last hop.
+  bool install(const Binding& b, const ofp::PacketIn& pin, bool from_client, Clock::time_point rx);
+  std::optional<Loc> locate(uint32_t host, Clock::time_point now);
+  void probe(uint32_t ip);
+  void confirm(uint64_t id, uint8_t bit);
+  void flow_gone(uint64_t id, uint8_t bit, Clock::time_point now);
+  void erase_binding(const Key& k, bool release);
+  void replicate(const Key& k, const Binding& b, uint64_t server_dpid);
+  void record_rppt(Clock::time_point rx, const char* kind);
+  void sweep(Clock::time_point now);
+
+  // Rotation engine (shard 0 only).
+  void engine_start();
+  void tick();
+  void run_batch(size_t i);
+  void preinstall_done();
+  void commit();
+  void reclaim(Clock::time_point now);
+  void distribute(std::shared_ptr<const Snapshot> s);
+  void publish_mapping(const Snapshot& s);
+  void publish_stats();
+  void arm(Clock::duration d, void (Cpam::*step)());
+  void preinstall_confirmed(uint64_t gen);
+  // The instance of the shard the calling thread runs (null off the shards).
+  static Cpam* self();
+
+  std::shared_ptr<CpamService> svc_;
+  const CpamConfig& cfg_;
+  unsigned shard_;
+  southbound::Runtime* rt_ = nullptr;
+  bool stopped_ = false;
+  topology::TopologyView view_;
+  data::Due::Subscription sub_;
+  std::shared_ptr<const Snapshot> snap_;
+  absl::flat_hash_map<Key, Binding> sessions_;
+  absl::flat_hash_map<uint64_t, Key> by_id_;  // owned bindings only
+  absl::flat_hash_map<uint32_t, Clock::time_point> probed_;  // real ip -> last locate probe
+  uint64_t next_id_ = 0;
+  std::vector<std::string> samples_;
+
+  // Engine state (shard 0).
+  std::unique_ptr<VipLifecycle> life_;
+  std::vector<std::pair<uint32_t, uint32_t>> pending_;  // (host, vip) of the rotation in progress
+  Clock::time_point tick_at_{};
+  std::shared_ptr<std::atomic<size_t>> preinstall_left_;
+  uint64_t rotation_gen_ = 0;
+  size_t preinstall_sent_ = 0;
+  bool all_batches_sent_ = false;
+
+  using Stat = core::ShardStat;
+  Stat packet_ins_, bound_, reused_, expired_, setups_, setup_failed_, repairs_, arp_answered_, arp_refused_,
+      dns_answered_, dns_nxdomain_, dns_refused_, dns_errors_, stale_vip_, pin_conflicts_, unprotected_src_,
+      real_blocked_, spoofed_, unlocated_, no_path_, not_ready_, parse_errors_, sessions_full_, flows_removed_;
+  std::atomic<uint64_t> live_sessions_{0};
+  std::shared_ptr<std::atomic<uint64_t>> preinstall_ok_shared_ = std::make_shared<std::atomic<uint64_t>>(0);
+};
+
+}  // namespace sdn::apps::cpam

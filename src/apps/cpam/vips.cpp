@@ -1,0 +1,266 @@
+// VIP table (one atomic word per VIP) and the lifecycle driver.
+#include "apps/cpam/vips.hpp"
+
+#include <sys/random.h>
+
+#include <cassert>
+#include <cerrno>
+#include <cstdlib>
+
+namespace sdn::apps::cpam {
+namespace {
+int64_t ns_of(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+}  // namespace
+
+const char* state_name(VipState s) {
+  switch (s) {
+    case VipState::kFree: return "free";
+    case VipState::kReserved: return "reserved";
+    case VipState::kPrimary: return "primary";
+    case VipState::kGrace: return "grace";
+    case VipState::kQuarantine: return "quarantine";
+  }
+  return "?";
+}
+
+VipTable::VipTable(uint32_t size) : words_(size), grace_since_(size) {
+  for (auto& w : words_) w.store(pack(VipState::kFree, kNone, 0, 0), std::memory_order_relaxed);
+}
+
+uint64_t VipTable::pack(VipState s, uint32_t owner, uint64_t sess, uint64_t flows) {
+  const uint64_t o = owner == kNone ? kOwnerMask : (owner & kOwnerMask);
+  return (uint64_t{static_cast<uint8_t>(s)} << kStateShift) | (o << kOwnerShift) | ((sess & kRefMask) << kSessShift) |
+         (flows & kRefMask);
+}
+
+VipTable::View VipTable::unpack(uint64_t w) {
+  View v;
+  v.state = static_cast<VipState>(w >> kStateShift);
+  const uint64_t o = (w >> kOwnerShift) & kOwnerMask;
+  v.owner = o == kOwnerMask ? kNone : static_cast<uint32_t>(o);
+  v.sessions = static_cast<uint32_t>((w >> kSessShift) & kRefMask);
+  v.flows = static_cast<uint32_t>(w & kRefMask);
+  return v;
+}
+
+VipTable::View VipTable::load(uint32_t vip) const {
+  if (vip >= words_.size()) return {};
+  return unpack(words_[vip].load(std::memory_order_acquire));
+}
+
+std::optional<uint32_t> VipTable::acquire_session(uint32_t vip, Clock::time_point now, Clock::duration accept) {
+  if (vip >= words_.size()) return std::nullopt;
+  uint64_t w = words_[vip].load(std::memory_order_acquire);
+  while (true) {
+    const View v = unpack(w);
+    if (v.owner == kNone || v.sessions == kRefMask) return std::nullopt;
+    if (v.state == VipState::kGrace) {
+      const int64_t since = grace_since_[vip].load(std::memory_order_acquire);
+      if (ns_of(now) - since >= std::chrono::duration_cast<std::chrono::nanoseconds>(accept).count())
+        return std::nullopt;
+    } else if (v.state != VipState::kPrimary) {
+      return std::nullopt;
+    }
+    if (words_[vip].compare_exchange_weak(w, w + (uint64_t{1} << kSessShift), std::memory_order_acq_rel))
+      return v.owner;
+  }
+}
+
+void VipTable::release_session(uint32_t vip) {
+  if (vip >= words_.size()) return;
+  [[maybe_unused]] const uint64_t before = words_[vip].fetch_sub(uint64_t{1} << kSessShift, std::memory_order_acq_rel);
+  assert(unpack(before).sessions > 0);
+}
+
+void VipTable::add_flow(uint32_t vip) {
+  if (vip < words_.size() && unpack(words_[vip].load(std::memory_order_relaxed)).flows < kRefMask)
+    words_[vip].fetch_add(1, std::memory_order_acq_rel);
+}
+
+void VipTable::drop_flow(uint32_t vip) {
+  if (vip >= words_.size()) return;
+  uint64_t w = words_[vip].load(std::memory_order_acquire);
+  while ((w & kRefMask) != 0 && !words_[vip].compare_exchange_weak(w, w - 1, std::memory_order_acq_rel)) {
+  }
+}
+
+Clock::time_point VipTable::grace_since(uint32_t vip) const {
+  return Clock::time_point(std::chrono::nanoseconds(grace_since_[vip].load(std::memory_order_acquire)));
+}
+
+bool VipTable::reserve(uint32_t vip, uint32_t owner) {
+  uint64_t expect = pack(VipState::kFree, kNone, 0, 0);
+  return words_[vip].compare_exchange_strong(expect, pack(VipState::kReserved, owner, 0, 0), std::memory_order_acq_rel);
+}
+
+// State changes that keep the references: a CAS loop over the state bits only.
+namespace {
+template <class F>
+void change_state(std::atomic<uint64_t>& word, F next) {
+  uint64_t w = word.load(std::memory_order_acquire);
+  while (!word.compare_exchange_weak(w, next(w), std::memory_order_acq_rel)) {
+  }
+}
+constexpr uint64_t kStateBits = uint64_t{7} << 61;
+}  // namespace
+
+void VipTable::promote(uint32_t vip) {
+  change_state(words_[vip], [](uint64_t w) {
+    return (w & ~kStateBits) | (uint64_t{static_cast<uint8_t>(VipState::kPrimary)} << kStateShift);
+  });
+}
+
+void VipTable::retire(uint32_t vip, Clock::time_point now) {
+  grace_since_[vip].store(ns_of(now), std::memory_order_release);  // before the state: readers check it after
+  change_state(words_[vip], [](uint64_t w) {
+    return (w & ~kStateBits) | (uint64_t{static_cast<uint8_t>(VipState::kGrace)} << kStateShift);
+  });
+}
+
+bool VipTable::try_quarantine(uint32_t vip) {
+  uint64_t w = words_[vip].load(std::memory_order_acquire);
+  const View v = unpack(w);
+  if (v.state != VipState::kGrace || v.sessions != 0 || v.flows != 0) return false;
+  return words_[vip].compare_exchange_strong(w, pack(VipState::kQuarantine, v.owner, 0, 0), std::memory_order_acq_rel);
+}
+
+void VipTable::free(uint32_t vip) {
+  words_[vip].store(pack(VipState::kFree, kNone, 0, 0), std::memory_order_release);
+}
+
+HostDirectory::HostDirectory(std::vector<ProtectedHost> h) : hosts(std::move(h)) {
+  for (uint32_t i = 0; i < hosts.size(); ++i) {
+    by_name.emplace(hosts[i].name, i);
+    by_ip.emplace(hosts[i].ip, i);
+  }
+}
+
+std::optional<uint32_t> HostDirectory::find_ip(uint32_t ip) const {
+  auto it = by_ip.find(ip);
+  if (it == by_ip.end()) return std::nullopt;
+  return it->second;
+}
+
+VipLifecycle::VipLifecycle(const CpamConfig& cfg, std::shared_ptr<VipTable> table, size_t hosts)
+    : cfg_(cfg), table_(std::move(table)), hosts_(hosts), primary_(hosts, kNone), next_(hosts, kNone) {
+  free_.reserve(table_->size());
+  for (uint32_t v = 0; v < table_->size(); ++v) free_.push_back(v);
+  auto s = std::make_shared<Snapshot>();
+  s->primary = primary_;
+  current_ = std::move(s);
+}
+
+uint32_t VipLifecycle::uniform(uint32_t n) {
+  assert(n > 0);
+  const uint32_t limit = UINT32_MAX - UINT32_MAX % n;  // values >= limit would bias the modulo
+  while (true) {
+    uint32_t r = 0;
+    const ssize_t got = getrandom(&r, sizeof r, 0);
+    if (got != static_cast<ssize_t>(sizeof r)) {
+      if (got < 0 && errno == EINTR) continue;
+      std::abort();  // no kernel randomness: a predictable VIP would defeat the defense
+    }
+    if (r < limit) return r % n;
+  }
+}
+
+uint32_t VipLifecycle::alloc() {
+  if (free_.empty()) return kNone;
+  const uint32_t i = uniform(static_cast<uint32_t>(free_.size()));
+  const uint32_t v = free_[i];
+  free_[i] = free_.back();
+  free_.pop_back();
+  return v;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> VipLifecycle::reserve_next(Clock::time_point now) {
+  record_ = RotationRecord{};
+  record_.epoch = epoch_ + 1;
+  record_.started = now;
+  record_.hosts = hosts_;
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  out.reserve(hosts_);
+  for (uint32_t h = 0; h < hosts_; ++h) {
+    if (next_[h] != kNone) {  // a rotation that never committed: reuse its reservation
+      out.emplace_back(h, next_[h]);
+      continue;
+    }
+    const uint32_t v = alloc();
+    if (v == kNone) {
+      ++record_.pool_exhausted;
+      continue;
+    }
+    [[maybe_unused]] const bool ok = table_->reserve(v, h);
+    assert(ok);
+    next_[h] = v;
+    out.emplace_back(h, v);
+  }
+  return out;
+}
+
+std::shared_ptr<const Snapshot> VipLifecycle::commit(Clock::time_point now, Clock::time_point next_rotation) {
+  for (uint32_t h = 0; h < hosts_; ++h) {
+    if (next_[h] == kNone) continue;
+    table_->promote(next_[h]);
+    if (primary_[h] != kNone) {
+      table_->retire(primary_[h], now);
+      grace_.push_back({primary_[h], now, Clock::time_point::max()});
+    }
+    primary_[h] = next_[h];
+    next_[h] = kNone;
+    ++record_.rotated;
+  }
+  auto s = std::make_shared<Snapshot>();
+  s->epoch = ++epoch_;
+  s->published = now;
+  s->next_rotation = next_rotation;
+  s->primary = primary_;
+  current_ = s;
+  record_.epoch = epoch_;
+  record_.published = now;
+  record_.grace = grace_.size();
+  record_.free_after = free_.size();
+  return s;
+}
+
+VipLifecycle::Reclaimed VipLifecycle::reclaim(Clock::time_point now) {
+  Reclaimed out;
+  for (size_t i = 0; i < grace_.size();) {
+    Retired& r = grace_[i];
+    const auto v = table_->load(r.vip);
+    if (v.sessions != 0 || v.flows != 0) {
+      r.zero_since = Clock::time_point::max();
+      ++i;
+      continue;
+    }
+    if (r.zero_since == Clock::time_point::max()) r.zero_since = now;
+    // Unreferenced for the threshold, and past the window in which new sessions may still bind.
+    const bool due = now - r.zero_since >= cfg_.reclaim_threshold && now - r.since >= cfg_.grace_accept;
+    if (due && table_->try_quarantine(r.vip)) {
+      out.quarantined.emplace_back(r.vip, v.owner);
+      quarantine_.emplace_back(r.vip, now);
+      grace_[i] = grace_.back();
+      grace_.pop_back();
+      continue;
+    }
+    ++i;
+  }
+  for (size_t i = 0; i < quarantine_.size();) {
+    if (now - quarantine_[i].second >= cfg_.quarantine) {
+      table_->free(quarantine_[i].first);
+      free_.push_back(quarantine_[i].first);
+      ++out.freed;
+      quarantine_[i] = quarantine_.back();
+      quarantine_.pop_back();
+      continue;
+    }
+    ++i;
+  }
+  record_.quarantined += out.quarantined.size();
+  record_.freed += out.freed;
+  return out;
+}
+
+}  // namespace sdn::apps::cpam
