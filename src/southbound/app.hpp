@@ -68,6 +68,10 @@ class Runtime {
   // Runs `fn` on shard `shard` after `delay`, unless the runtime stops first.
   virtual void call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) = 0;
   virtual Clock::time_point now() const { return Clock::now(); }
+  // The shard whose thread calls this (kNoShard off the shards): what a function run by
+  // with_switch uses to find its own shard's state.
+  static constexpr unsigned kNoShard = ~0u;
+  virtual unsigned current_shard() const { return kNoShard; }
 };
 
 // What a PacketIn handler tells the runtime: kStop when the app consumed the packet and the

@@ -29,6 +29,12 @@ Controller::Controller(core::ShardPool& pool, SouthboundConfig cfg, core::Metric
   }
 }
 
+unsigned Controller::current_shard() const {
+  for (unsigned i = 0; i < shards_.size(); ++i)
+    if (pool_.at(i).on_shard()) return i;
+  return kNoShard;
+}
+
 void Controller::post(unsigned shard, std::function<void()> fn) {
   if (stopping_ || shard >= shards_.size()) return;
   shards_[shard]->shard->post([this, fn = std::move(fn)] {

@@ -64,6 +64,7 @@ class Controller final : public Runtime {
 
   // Runtime (what apps use to reach other shards and switches).
   unsigned shard_count() const override { return static_cast<unsigned>(shards_.size()); }
+  unsigned current_shard() const override;
   void post(unsigned shard, std::function<void()> fn) override;
   bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) override;
   void call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) override;

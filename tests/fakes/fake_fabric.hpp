@@ -39,7 +39,11 @@ class FakeFabric final : public southbound::Runtime {
 
   void start() {
     for (unsigned i = 0; i < apps_.size(); ++i)
-      for (auto& a : apps_[i]) a->on_start(*this, i);
+      for (auto& a : apps_[i]) {
+        cur_ = i;
+        a->on_start(*this, i);
+      }
+    cur_ = kNoShard;
     run();
   }
 
@@ -52,6 +56,7 @@ class FakeFabric final : public southbound::Runtime {
     auto& ref = *sw;
     switches_[dpid] = std::move(sw);
     cursor_[dpid] = 0;
+    cur_ = shard_of(dpid);
     for (auto& a : apps_[shard_of(dpid)]) a->on_switch_up(ref);
     run();
     return ref;
@@ -59,6 +64,7 @@ class FakeFabric final : public southbound::Runtime {
   void remove_switch(uint64_t dpid) {
     switches_.erase(dpid);
     cursor_.erase(dpid);
+    cur_ = shard_of(dpid);
     for (auto& a : apps_[shard_of(dpid)]) a->on_switch_down(dpid);
     run();
   }
@@ -82,6 +88,7 @@ class FakeFabric final : public southbound::Runtime {
   }
   void port_down(uint64_t dpid, uint32_t port) {
     ofp::PortStatus ps = sw(dpid).set_link_down(port);
+    cur_ = shard_of(dpid);
     for (auto& a : apps_[shard_of(dpid)]) a->on_port_status(sw(dpid), ps);
     run();
   }
@@ -151,6 +158,7 @@ class FakeFabric final : public southbound::Runtime {
         }
         for (const ofp::FlowRemoved& fr : s->take_flow_removed()) {
           progress = true;
+          cur_ = shard_of(dpid);
           for (auto& a : apps_[shard_of(dpid)]) a->on_flow_removed(*s, fr);
         }
       }
@@ -163,16 +171,27 @@ class FakeFabric final : public southbound::Runtime {
 
   // ---- southbound::Runtime ----
   unsigned shard_count() const override { return static_cast<unsigned>(apps_.size()); }
-  void post(unsigned /*shard*/, std::function<void()> fn) override { posted_.push_back(std::move(fn)); }
+  void post(unsigned shard, std::function<void()> fn) override {
+    posted_.push_back([this, shard, fn = std::move(fn)] {
+      cur_ = shard;
+      fn();
+    });
+  }
+  // The shard of what is running now, as a real shard thread would know it.
+  unsigned current_shard() const override { return cur_; }
   bool with_switch(uint64_t dpid, std::function<void(southbound::SwitchContext&)> fn) override {
     if (!switches_.contains(dpid)) return false;
     posted_.push_back([this, dpid, fn = std::move(fn)] {
+      cur_ = shard_of(dpid);
       if (auto it = switches_.find(dpid); it != switches_.end()) fn(*it->second);
     });
     return true;
   }
-  void call_after(unsigned /*shard*/, Clock::duration delay, std::function<void()> fn) override {
-    timers_.emplace(now_ + delay, std::move(fn));
+  void call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) override {
+    timers_.emplace(now_ + delay, [this, shard, fn = std::move(fn)] {
+      cur_ = shard;
+      fn();
+    });
   }
   Clock::time_point now() const override { return now_; }
 
@@ -207,6 +226,7 @@ class FakeFabric final : public southbound::Runtime {
     if (s.process(frame, port)) return;
     ++packet_ins_;
     ofp::PacketIn pin = s.packet_in(frame, port);
+    cur_ = shard_of(dpid);
     for (auto& a : apps_[shard_of(dpid)])
       if (a->on_packet_in(s, pin, now_) == southbound::Disposition::kStop) break;
   }
@@ -216,6 +236,7 @@ class FakeFabric final : public southbound::Runtime {
   std::map<uint64_t, size_t> cursor_;
   std::map<std::pair<uint64_t, uint32_t>, End> peers_;
   std::map<std::string, std::pair<uint64_t, uint32_t>> where_;
+  unsigned cur_ = kNoShard;
   std::deque<std::function<void()>> posted_;
   std::multimap<Clock::time_point, std::function<void()>> timers_;
   std::vector<std::pair<std::string, pkt::Bytes>> deliveries_;

@@ -90,7 +90,7 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
     cfg.add_problem(p + ".runtime: '" + mode + "' is not sharded or cooperative");
   }
 
-  const std::string range = cfg.get_string(s, "vip_range", "10.0.128.0/17");
+  const std::string range = cfg.get_string(s, "vip_range", "10.0.128.0/18");
   {
     const auto slash = range.find('/');
     const auto base = pkt::Ipv4Addr::parse(std::string_view(range).substr(0, slash));

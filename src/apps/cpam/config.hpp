@@ -43,7 +43,7 @@ struct CpamConfig {
   uint16_t table_miss_priority = 0; // the runtime's table-miss (southbound installs it)
   uint8_t table_id = 0;
   uint32_t vip_base = 0x0a008000;   // 10.0.128.0
-  uint8_t vip_prefix_len = 17;
+  uint8_t vip_prefix_len = 18;
   std::string zone = "cpam.lan";
   uint32_t dns_ip = 0x0a00fffd;     // 10.0.255.253
   std::vector<ProtectedHost> hosts;

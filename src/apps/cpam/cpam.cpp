@@ -21,10 +21,6 @@ using topology::PortRef;
 using topology::PortRole;
 
 namespace {
-// The instance of the shard this thread runs (set in on_start): a function posted to a shard,
-// or run there by with_switch, reaches that shard's instance through it.
-thread_local Cpam* t_self = nullptr;
-
 void release(SwitchContext& sw, const ofp::PacketIn& pin) {
   if (pin.buffer_id == ofp::kNoBuffer) return;
   ofp::PacketOut po;
@@ -33,8 +29,6 @@ void release(SwitchContext& sw, const ofp::PacketIn& pin) {
   sw.send(std::move(po));
 }
 }  // namespace
-
-Cpam* Cpam::self() { return t_self; }
 
 uint64_t make_cookie(CookieKind k, unsigned shard, uint64_t id) {
   if (k == CookieKind::kVipRule) return kCookie | (uint64_t{static_cast<uint8_t>(k)} << 52) | (id & 0xffff'ffff);
@@ -68,14 +62,11 @@ CpamService::~CpamService() {
 }
 
 void CpamService::attach(unsigned shard, Cpam* inst) {
-  std::lock_guard lock(mu_);
-  if (instances_.size() <= shard) instances_.resize(shard + 1, nullptr);
-  instances_[shard] = inst;
+  if (shard < instances_.size()) instances_[shard].store(inst, std::memory_order_release);
 }
 
 void CpamService::detach(unsigned shard) {
-  std::lock_guard lock(mu_);
-  if (shard < instances_.size()) instances_[shard] = nullptr;
+  if (shard < instances_.size()) instances_[shard].store(nullptr, std::memory_order_release);
 }
 
 void CpamService::set_latest(std::shared_ptr<const Snapshot> s) {
@@ -104,9 +95,9 @@ void CpamService::write_samples(const std::vector<std::string>& lines) {
 }
 
 CpamCounters CpamService::counters() const {
-  std::lock_guard lock(mu_);
   CpamCounters c;
-  for (const Cpam* i : instances_) {
+  for (const auto& slot : instances_) {
+    const Cpam* i = slot.load(std::memory_order_acquire);
     if (i == nullptr) continue;
     c.packet_ins += i->packet_ins_.get();
     c.sessions_bound += i->bound_.get();
@@ -161,14 +152,12 @@ nlohmann::json CpamService::stats_json() const {
 Cpam::Cpam(std::shared_ptr<CpamService> svc, unsigned shard) : svc_(std::move(svc)), cfg_(svc_->cfg_), shard_(shard) {}
 
 Cpam::~Cpam() {
-  if (t_self == this) t_self = nullptr;
-  svc_->detach(shard_);
+  if (svc_->instance(shard_) == this) svc_->detach(shard_);
 }
 
 void Cpam::on_start(southbound::Runtime& rt, unsigned shard) {
   rt_ = &rt;
   shard_ = shard;
-  t_self = this;
   svc_->attach(shard_, this);
   snap_ = svc_->latest();
   if (svc_->due_) {
@@ -435,8 +424,9 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
 
 void Cpam::replicate(const Key& k, const Binding& b, uint64_t server_dpid) {
   if (rt_ == nullptr) return;
-  rt_->with_switch(server_dpid, [k, b](SwitchContext&) {
-    if (t_self != nullptr && t_self->shard_ != b.owner) t_self->sessions_.try_emplace(k, b);
+  rt_->with_switch(server_dpid, [svc = svc_, rt = rt_, k, b](SwitchContext&) {
+    Cpam* t = svc->instance(rt->current_shard());
+    if (t != nullptr && t->shard_ != b.owner) t->sessions_.try_emplace(k, b);
   });
 }
 
@@ -483,8 +473,8 @@ bool Cpam::install(const Binding& b, const ofp::PacketIn& pin, bool from_client,
       sw.send_batch(std::move(sb.batch), southbound::Lane::kHigh,
                    [svc, unconfirmed, rx, owner, id, bits, rt](const southbound::BatchResult& r) {
                      if (r.ok && bits != 0 && rt != nullptr)
-                       rt->post(owner, [id, bits] {
-                         if (t_self != nullptr) t_self->confirm(id, bits);
+                       rt->post(owner, [svc, owner, id, bits] {
+                         if (Cpam* t = svc->instance(owner)) t->confirm(id, bits);
                        });
                      if (unconfirmed->fetch_sub(1, std::memory_order_acq_rel) == 1) {
                        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - rx).count();
@@ -498,10 +488,11 @@ bool Cpam::install(const Binding& b, const ofp::PacketIn& pin, bool from_client,
         const uint64_t v = static_cast<uint64_t>(std::max<int64_t>(ns, 0));
         svc->rppt_->record(v);
         (rotating ? svc->rppt_rotating_ : svc->rppt_quiet_)->record(v);
-        if (t_self != nullptr && svc->samples_ != nullptr) {
+        Cpam* t = svc->samples_ != nullptr && rt != nullptr ? svc->instance(rt->current_shard()) : nullptr;
+        if (t != nullptr) {
           const auto rx_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(rx.time_since_epoch()).count();
-          t_self->samples_.push_back(fmt::format("{},{},setup,{},{},{}\n", rx_ns, v, rotating ? 1 : 0,
-                                                 t_self->snap_ ? t_self->snap_->epoch : 0, t_self->shard_));
+          t->samples_.push_back(fmt::format("{},{},setup,{},{},{}\n", rx_ns, v, rotating ? 1 : 0,
+                                            t->snap_ ? t->snap_->epoch : 0, t->shard_));
         }
       }
     };
@@ -609,8 +600,8 @@ void Cpam::on_flow_removed(SwitchContext& /*sw*/, const ofp::FlowRemoved& fr) {
     flow_gone(id, bit, rt_ ? rt_->now() : Clock::now());
   } else if (rt_ != nullptr && owner < rt_->shard_count()) {
     auto* rt = rt_;
-    rt_->post(owner, [id, bit, rt] {
-      if (t_self != nullptr) t_self->flow_gone(id, bit, rt->now());
+    rt_->post(owner, [svc = svc_, owner, id, bit, rt] {
+      if (Cpam* t = svc->instance(owner)) t->flow_gone(id, bit, rt->now());
     });
   }
 }
@@ -635,10 +626,11 @@ void Cpam::erase_binding(const Key& k, bool release_refs) {
   if (rt_ != nullptr)
     for (unsigned s = 0; s < rt_->shard_count(); ++s)
       if (s != shard_)
-        rt_->post(s, [k, owner = shard_] {
-          if (t_self == nullptr) return;
-          auto r = t_self->sessions_.find(k);
-          if (r != t_self->sessions_.end() && r->second.owner == owner) t_self->sessions_.erase(r);
+        rt_->post(s, [svc = svc_, s, k, owner = shard_] {
+          Cpam* t = svc->instance(s);
+          if (t == nullptr) return;
+          auto r = t->sessions_.find(k);
+          if (r != t->sessions_.end() && r->second.owner == owner) t->sessions_.erase(r);
         });
 }
 

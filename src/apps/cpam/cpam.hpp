@@ -10,6 +10,7 @@
 // in the cooperative mode) and the published snapshot, which each shard receives by message.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -74,6 +75,10 @@ class CpamService {
   bool rotating() const { return rotating_.load(std::memory_order_relaxed); }
   std::shared_ptr<const Snapshot> latest() const;
   CpamCounters counters() const;  // summed over the shards
+  // The instance of a shard (null before its on_start or after it is gone).
+  Cpam* instance(unsigned shard) const {
+    return shard < instances_.size() ? instances_[shard].load(std::memory_order_acquire) : nullptr;
+  }
   nlohmann::json stats_json() const;
 
  private:
@@ -94,8 +99,8 @@ class CpamService {
   core::Histogram* setup_confirmed_ = nullptr;
   core::Histogram local_rppt_, local_rppt_rotating_, local_rppt_quiet_, local_setup_;  // when metrics is null
   std::atomic<bool> rotating_{false};
-  mutable std::mutex mu_;  // instances_, latest_, samples_ (never taken on the hot path)
-  std::vector<Cpam*> instances_;
+  mutable std::mutex mu_;  // latest_, samples_ (never taken on the hot path)
+  std::array<std::atomic<Cpam*>, 256> instances_{};  // by shard (cookies carry 8 bits of it)
   std::shared_ptr<const Snapshot> latest_;
   std::FILE* samples_ = nullptr;
   std::atomic<uint64_t> publish_errors_{0};
@@ -186,8 +191,6 @@ class Cpam final : public southbound::App {
   void publish_stats();
   void arm(Clock::duration d, void (Cpam::*step)());
   void preinstall_confirmed(uint64_t gen);
-  // The instance of the shard the calling thread runs (null off the shards).
-  static Cpam* self();
 
   std::shared_ptr<CpamService> svc_;
   const CpamConfig& cfg_;

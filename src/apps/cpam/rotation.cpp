@@ -111,14 +111,16 @@ void Cpam::run_batch(size_t i) {
     auto ok_count = preinstall_ok_shared_;
     auto* rt = rt_;
     const unsigned home = shard_;
-    auto send = [sb = std::move(sb), lane, left, ok_count, n, rt, home, gen](SwitchContext& s) mutable {
-      s.send_batch(std::move(sb.batch), lane, [left, ok_count, n, rt, home, gen](const southbound::BatchResult& r) {
-        if (r.ok) ok_count->fetch_add(n);
-        if (left->fetch_sub(n) == n)
-          rt->post(home, [gen] {
-            if (Cpam::self() != nullptr) Cpam::self()->preinstall_confirmed(gen);
-          });
-      });
+    auto svc = svc_;
+    auto send = [sb = std::move(sb), lane, left, ok_count, n, rt, home, gen, svc](SwitchContext& s) mutable {
+      s.send_batch(std::move(sb.batch), lane,
+                   [left, ok_count, n, rt, home, gen, svc](const southbound::BatchResult& r) {
+                     if (r.ok) ok_count->fetch_add(n);
+                     if (left->fetch_sub(n) == n)
+                       rt->post(home, [gen, svc, home] {
+                         if (Cpam* t = svc->instance(home)) t->preinstall_confirmed(gen);
+                       });
+                   });
     };
     const uint64_t dpid = sb.dpid;
     if (!rt_->with_switch(dpid, std::move(send))) preinstall_left_->fetch_sub(n);
@@ -188,8 +190,8 @@ void Cpam::distribute(std::shared_ptr<const Snapshot> s) {
   snap_ = s;
   for (unsigned i = 0; i < rt_->shard_count(); ++i)
     if (i != shard_)
-      rt_->post(i, [s] {
-        if (Cpam::self() != nullptr) Cpam::self()->snap_ = s;
+      rt_->post(i, [svc = svc_, i, s] {
+        if (Cpam* t = svc->instance(i)) t->snap_ = s;
       });
 }
 
