@@ -123,6 +123,7 @@ CpamCounters CpamService::counters() const {
     c.parse_errors += i->parse_errors_.get();
     c.sessions_full += i->sessions_full_.get();
     c.flows_removed += i->flows_removed_.get();
+    c.delivered_only += i->delivered_only_.get();
     c.live_sessions += i->live_sessions_.load(std::memory_order_relaxed);
   }
   return c;
@@ -143,7 +144,8 @@ nlohmann::json CpamService::stats_json() const {
                       {"spoofed", c.spoofed},             {"unlocated", c.unlocated},
                       {"no_path", c.no_path},             {"not_ready", c.not_ready},
                       {"parse_errors", c.parse_errors},   {"sessions_full", c.sessions_full},
-                      {"flows_removed", c.flows_removed}, {"publish_errors", publish_errors_.load()}};
+                      {"flows_removed", c.flows_removed}, {"delivered_only", c.delivered_only},
+                      {"publish_errors", publish_errors_.load()}};
   return j;
 }
 
@@ -387,7 +389,10 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
     const bool a_client = bd.client == a;
     if ((a_client ? bd.vs : bd.vc) == vd) {
       reused_.inc();  // pinned: later packets and later epochs use the same pair
-      if (!install(bd, pin, a_client, rx)) setup_failed_.inc();
+      // Packets of a session installed a moment ago still miss while the switch's datapath
+      // cache catches up with the new rules: deliver them, do not reprogram the path.
+      const bool fresh = bd.live == 3 && rx - bd.installed < std::chrono::milliseconds(500);
+      if (!install(bd, pin, a_client, rx, !fresh)) setup_failed_.inc();
       return;
     }
     if (bd.owner != shard_ || bd.live != 0) return fail(pin_conflicts_);
@@ -413,13 +418,13 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
   bd.id = ++next_id_;
   bd.owner = shard_;
   bd.flowless_since = rx;
-  sessions_.emplace(key, bd);
+  auto [slot, _] = sessions_.emplace(key, bd);
   by_id_.emplace(bd.id, key);
   live_sessions_.store(by_id_.size(), std::memory_order_relaxed);
   bound_.inc();
   // The server side's shard gets a replica first, so a reply that misses finds the pin.
   if (auto sl = locate(b, rx)) replicate(key, bd, sl->at.dpid);
-  if (!install(bd, pin, true, rx)) setup_failed_.inc();
+  if (!install(slot->second, pin, true, rx)) setup_failed_.inc();
 }
 
 void Cpam::replicate(const Key& k, const Binding& b, uint64_t server_dpid) {
@@ -430,7 +435,7 @@ void Cpam::replicate(const Key& k, const Binding& b, uint64_t server_dpid) {
   });
 }
 
-bool Cpam::install(const Binding& b, const ofp::PacketIn& pin, bool from_client, Clock::time_point rx) {
+bool Cpam::install(Binding& b, const ofp::PacketIn& pin, bool from_client, Clock::time_point rx, bool flows) {
   const auto lc = locate(b.client, rx);
   const auto ls = locate(b.server, rx);
   if (!lc || !ls) {
@@ -453,12 +458,18 @@ bool Cpam::install(const Binding& b, const ofp::PacketIn& pin, bool from_client,
                          ls->mac,
                          b.cport,
                          b.sport};
-  flows::Plan plan = flows::plan_session(cfg_, s, *fwd, *rev, b.owner, b.id);
+  flows::Plan plan = flows ? flows::plan_session(cfg_, s, *fwd, *rev, b.owner, b.id) : flows::Plan{};
   // The triggering packet, translated, out of its destination's port at the last hop.
   const auto& path = from_client ? *fwd : *rev;
   plan.add_packet_out(path.back().dpid, flows::deliver(s, from_client, path.back().out_port), pin.data);
-
-  setups_.inc();
+  if (flows) {
+    setups_.inc();
+    b.installed = rx;
+    b.edge[0] = lc->at.dpid;
+    b.edge[1] = ls->at.dpid;
+  } else {
+    delivered_only_.inc();
+  }
   const bool rotating = svc_->rotating();
   auto left = std::make_shared<std::atomic<size_t>>(plan.switches.size());
   auto unconfirmed = std::make_shared<std::atomic<size_t>>(plan.switches.size());
@@ -655,9 +666,26 @@ void Cpam::sweep_now() {
   if (rt_ != nullptr) rt_->call_after(shard_, std::chrono::seconds(1), [this] { sweep_now(); });
 }
 
-void Cpam::on_switch_down(uint64_t /*dpid*/) {
-  // Flows went with the switch; FLOW_REMOVED never comes for them. The bindings of sessions
-  // whose first hop was there lose their flows when they idle out elsewhere or are swept.
+// A switch that goes away takes its flows without FLOW_REMOVED: the bindings whose first-hop
+// flows were there (on any shard) drop those references, so their VIPs can still be reclaimed.
+void Cpam::on_switch_down(uint64_t dpid) {
+  if (rt_ == nullptr) return;
+  for (unsigned s = 0; s < rt_->shard_count(); ++s)
+    rt_->post(s, [svc = svc_, s, dpid] {
+      if (Cpam* t = svc->instance(s)) t->switch_gone(dpid);
+    });
+}
+
+void Cpam::switch_gone(uint64_t dpid) {
+  const auto now = rt_ ? rt_->now() : Clock::now();
+  std::vector<std::pair<uint64_t, uint8_t>> gone;
+  for (const auto& [id, key] : by_id_) {
+    auto it = sessions_.find(key);
+    if (it == sessions_.end()) continue;
+    for (uint8_t i = 0; i < 2; ++i)
+      if (it->second.edge[i] == dpid) gone.emplace_back(id, static_cast<uint8_t>(1u << i));
+  }
+  for (auto [id, bit] : gone) flow_gone(id, bit, now);
 }
 
 }  // namespace sdn::apps::cpam

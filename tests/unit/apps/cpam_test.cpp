@@ -533,6 +533,22 @@ TEST_F(CpamFabric, UdpAndIcmpSessionsSurviveRotations) {
   EXPECT_NE(vip(host(6)), v6);
 }
 
+TEST_F(CpamFabric, ASwitchThatGoesAwayReleasesTheReferencesOfItsFlows) {
+  build(2, RuntimeMode::kSharded);
+  const uint32_t v8 = vip(host(8));
+  fabric_->send("h1", tcp(host(1), v8, 36000, 80));
+  ASSERT_EQ(state_refs(v8), 1u);
+  EXPECT_EQ(svc_->vips().load(v8 - cfg_.vip_base - 1).flows, 2u);
+  // h8's access switch (s7) disappears: its first-hop flow (server side) goes without a
+  // FLOW_REMOVED; the client side's expires normally.
+  fabric_->remove_switch(7);
+  fabric_->run();
+  EXPECT_EQ(svc_->vips().load(v8 - cfg_.vip_base - 1).flows, 1u);
+  fabric_->advance(cfg_.tcp_idle + cfg_.session_linger + seconds(2));
+  EXPECT_EQ(state_refs(v8), 0u);
+  EXPECT_EQ(svc_->vips().load(v8 - cfg_.vip_base - 1).flows, 0u);
+}
+
 TEST_F(CpamFabric, CooperativeModeRunsTheSameLogicOnOneThread) {
   build(1, RuntimeMode::kCooperative);
   const uint32_t v8 = vip(host(8)), v1 = vip(host(1));
