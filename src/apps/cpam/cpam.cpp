@@ -124,6 +124,7 @@ CpamCounters CpamService::counters() const {
     c.sessions_full += i->sessions_full_.get();
     c.flows_removed += i->flows_removed_.get();
     c.delivered_only += i->delivered_only_.get();
+    c.reroutes += i->reroutes_.get();
     c.live_sessions += i->live_sessions_.load(std::memory_order_relaxed);
   }
   return c;
@@ -144,7 +145,7 @@ nlohmann::json CpamService::stats_json() const {
                       {"spoofed", c.spoofed},             {"unlocated", c.unlocated},
                       {"no_path", c.no_path},             {"not_ready", c.not_ready},
                       {"parse_errors", c.parse_errors},   {"sessions_full", c.sessions_full},
-                      {"flows_removed", c.flows_removed}, {"delivered_only", c.delivered_only},
+                      {"flows_removed", c.flows_removed}, {"delivered_only", c.delivered_only}, {"reroutes", c.reroutes},
                       {"publish_errors", publish_errors_.load()}};
   return j;
 }
@@ -189,7 +190,45 @@ void Cpam::on_stop() {
 
 void Cpam::apply_topology(std::string_view key, const nlohmann::json& value) {
   auto rec = view_.apply(key, value);
-  if (!rec) SDN_LOG_RATELIMITED(spdlog::level::warn, "cpam: {}", rec.error());
+  if (!rec) {
+    SDN_LOG_RATELIMITED(spdlog::level::warn, "cpam: {}", rec.error());
+    return;
+  }
+  if (!*rec) return;
+  if (const auto* l = std::get_if<topology::LinkRecord>(&**rec); l && !l->up) link_gone(l->link);
+}
+
+void Cpam::link_gone(const topology::Link& l) {
+  auto uses = [&](const Hop& h) {
+    return (h.dpid == l.a.dpid && (h.out_port == l.a.port || h.in_port == l.a.port)) ||
+           (h.dpid == l.b.dpid && (h.out_port == l.b.port || h.in_port == l.b.port));
+  };
+  std::vector<std::pair<uint64_t, std::vector<Hop>>> doomed;  // (cookie, hops)
+  for (auto& [key, b] : sessions_) {
+    bool hit = false;
+    for (const auto& dir : b.hops) hit = hit || std::any_of(dir.begin(), dir.end(), uses);
+    if (!hit) continue;
+    std::vector<Hop> all = b.hops[0];
+    all.insert(all.end(), b.hops[1].begin(), b.hops[1].end());
+    doomed.emplace_back(kCookie | (uint64_t{b.owner & 0xff} << 44) | (b.id & ((uint64_t{1} << 44) - 1)), all);
+    b.hops[0].clear();
+    b.hops[1].clear();
+  }
+  if (rt_ == nullptr) return;
+  for (const auto& [cookie, hops] : doomed) {
+    ofp::FlowMod del;
+    del.command = ofp::FlowModCommand::kDelete;
+    del.table_id = cfg_.table_id;
+    del.cookie = cookie;
+    del.cookie_mask = 0xff0f'ffff'ffff'ffffULL;  // every kind of this session's rules
+    std::vector<uint64_t> done;
+    for (const Hop& h : hops) {
+      if (std::find(done.begin(), done.end(), h.dpid) != done.end()) continue;
+      done.push_back(h.dpid);
+      rt_->with_switch(h.dpid, [del](SwitchContext& s) { s.send(del); });
+    }
+  }
+  reroutes_.inc(doomed.size());
 }
 
 Disposition Cpam::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Clock::time_point now) {
@@ -197,6 +236,7 @@ Disposition Cpam::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Cloc
   if (!parsed) return Disposition::kContinue;  // forwarding counts and logs it
   const pkt::Parsed& p = *parsed;
   const auto role = view_.role(PortRef{sw.dpid(), pin.in_port()}).value_or(PortRole::kPending);
+  if (snap_ == nullptr) snap_ = svc_->latest();  // started before the first epoch reached this shard
   if (p.arp) return handle_arp(sw, pin, p, role);
   if (p.ipv4) return handle_ipv4(sw, pin, p, role, now);
   return Disposition::kContinue;
@@ -467,6 +507,8 @@ bool Cpam::install(Binding& b, const ofp::PacketIn& pin, bool from_client, Clock
     b.installed = rx;
     b.edge[0] = lc->at.dpid;
     b.edge[1] = ls->at.dpid;
+    b.hops[0] = *fwd;
+    b.hops[1] = *rev;
   } else {
     delivered_only_.inc();
   }

@@ -57,7 +57,7 @@ struct CpamCounters {
   uint64_t setup_failed = 0, repairs = 0, arp_answered = 0, arp_refused = 0, dns_answered = 0, dns_nxdomain = 0;
   uint64_t dns_refused = 0, dns_errors = 0, stale_vip = 0, pin_conflicts = 0, unprotected_src = 0;
   uint64_t real_blocked = 0, spoofed = 0, unlocated = 0, no_path = 0, not_ready = 0, parse_errors = 0;
-  uint64_t sessions_full = 0, flows_removed = 0, live_sessions = 0, delivered_only = 0;
+  uint64_t sessions_full = 0, flows_removed = 0, live_sessions = 0, delivered_only = 0, reroutes = 0;
 };
 
 class CpamService {
@@ -156,7 +156,7 @@ class Cpam final : public southbound::App {
     Clock::time_point flowless_since{};
     Clock::time_point installed{};       // last (re)install of its flows
     uint64_t edge[2] = {0, 0};           // client's and server's access switch at install
-    uint64_t deliver_only = 0;           // packets delivered without reinstalling (see setup)
+    std::vector<topology::Hop> hops[2];  // client -> server and back, as last installed
   };
   struct Loc {
     topology::PortRef at;
@@ -174,6 +174,9 @@ class Cpam final : public southbound::App {
   // `from_client`), translated, at its last hop.
   bool install(Binding& b, const ofp::PacketIn& pin, bool from_client, Clock::time_point rx, bool flows = true);
   void switch_gone(uint64_t dpid);
+  // A link went down: the sessions whose paths used it lose their flows (deleted by cookie on
+  // every hop), so their next packet misses at the edge and is reinstalled on a new path.
+  void link_gone(const topology::Link& l);
   std::optional<Loc> locate(uint32_t host, Clock::time_point now);
   void probe(uint32_t ip);
   void confirm(uint64_t id, uint8_t bit);
@@ -223,7 +226,7 @@ class Cpam final : public southbound::App {
   Stat packet_ins_, bound_, reused_, expired_, setups_, setup_failed_, repairs_, arp_answered_, arp_refused_,
       dns_answered_, dns_nxdomain_, dns_refused_, dns_errors_, stale_vip_, pin_conflicts_, unprotected_src_,
       real_blocked_, spoofed_, unlocated_, no_path_, not_ready_, parse_errors_, sessions_full_, flows_removed_,
-      delivered_only_;
+      delivered_only_, reroutes_;
   std::atomic<uint64_t> live_sessions_{0};
   std::shared_ptr<std::atomic<uint64_t>> preinstall_ok_shared_ = std::make_shared<std::atomic<uint64_t>>(0);
 };

@@ -540,13 +540,35 @@ TEST_F(CpamFabric, ASwitchThatGoesAwayReleasesTheReferencesOfItsFlows) {
   ASSERT_EQ(state_refs(v8), 1u);
   EXPECT_EQ(svc_->vips().load(v8 - cfg_.vip_base - 1).flows, 2u);
   // h8's access switch (s7) disappears: its first-hop flow (server side) goes without a
-  // FLOW_REMOVED; the client side's expires normally.
+  // FLOW_REMOVED; the client side's is deleted because its path lost s7's links.
   fabric_->remove_switch(7);
   fabric_->run();
-  EXPECT_EQ(svc_->vips().load(v8 - cfg_.vip_base - 1).flows, 1u);
+  EXPECT_EQ(svc_->vips().load(v8 - cfg_.vip_base - 1).flows, 0u);
+  EXPECT_EQ(state_refs(v8), 1u) << "the binding itself lingers";
   fabric_->advance(cfg_.tcp_idle + cfg_.session_linger + seconds(2));
   EXPECT_EQ(state_refs(v8), 0u);
   EXPECT_EQ(svc_->vips().load(v8 - cfg_.vip_base - 1).flows, 0u);
+}
+
+TEST_F(CpamFabric, ASessionWhosePathLosesALinkIsReinstalledOnAnotherWithTheSamePin) {
+  build(2, RuntimeMode::kSharded);
+  const uint32_t v8 = vip(host(8)), v1 = vip(host(1));
+  fabric_->send("h1", tcp(host(1), v8, 37000, 80));
+  fabric_->clear_deliveries();
+  ASSERT_EQ(fabric_->send("h1", tcp(host(1), v8, 37000, 80, pkt::tcpflag::kAck)).packet_ins, 0u);
+  // Both of s4's uplinks are equal; the path takes the lowest dpid (s2, s4 port 3). Pull it.
+  fabric_->pull_cable(4, 3, 2, 1);
+  fabric_->advance(milliseconds(100));
+  EXPECT_GE(svc_->counters().reroutes, 1u);
+  fabric_->clear_deliveries();
+  auto d = fabric_->send("h1", tcp(host(1), v8, 37000, 80, pkt::tcpflag::kAck));
+  EXPECT_EQ(d.packet_ins, 1u) << "its flows were deleted: the next packet comes to the controller";
+  auto at8 = received("h8");
+  ASSERT_TRUE(at8) << "delivered over s3";
+  EXPECT_EQ(at8->src, v1);
+  fabric_->clear_deliveries();
+  EXPECT_EQ(fabric_->send("h8", tcp(host(8), v1, 80, 37000, pkt::tcpflag::kAck)).packet_ins, 0u);
+  EXPECT_TRUE(received("h1"));
 }
 
 TEST_F(CpamFabric, CooperativeModeRunsTheSameLogicOnOneThread) {
