@@ -113,7 +113,6 @@ CpamCounters CpamService::counters() const {
     c.dns_refused += i->dns_refused_.get();
     c.dns_errors += i->dns_errors_.get();
     c.stale_vip += i->stale_vip_.get();
-    c.pin_conflicts += i->pin_conflicts_.get();
     c.unprotected_src += i->unprotected_src_.get();
     c.real_blocked += i->real_blocked_.get();
     c.spoofed += i->spoofed_.get();
@@ -140,7 +139,7 @@ nlohmann::json CpamService::stats_json() const {
                       {"arp_answered", c.arp_answered},   {"arp_refused", c.arp_refused},
                       {"dns_answered", c.dns_answered},   {"dns_nxdomain", c.dns_nxdomain},
                       {"dns_refused", c.dns_refused},     {"dns_errors", c.dns_errors},
-                      {"stale_vip", c.stale_vip},         {"pin_conflicts", c.pin_conflicts},
+                      {"stale_vip", c.stale_vip},
                       {"unprotected_src", c.unprotected_src}, {"real_blocked", c.real_blocked},
                       {"spoofed", c.spoofed},             {"unlocated", c.unlocated},
                       {"no_path", c.no_path},             {"not_ready", c.not_ready},
@@ -206,6 +205,7 @@ void Cpam::link_gone(const topology::Link& l) {
   std::vector<std::pair<uint64_t, std::vector<Hop>>> doomed;  // (cookie, hops)
   for (auto& [key, b] : sessions_) {
     bool hit = false;
+    if (b.hops[0].empty() && b.hops[1].empty()) continue;
     for (const auto& dir : b.hops) hit = hit || std::any_of(dir.begin(), dir.end(), uses);
     if (!hit) continue;
     std::vector<Hop> all = b.hops[0];
@@ -420,23 +420,17 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
   }
   const uint8_t proto = p.ipv4->protocol;
   const uint32_t a = *from, b = dv.owner;
-  const bool a_low = std::pair(a, sp) < std::pair(b, dp);
-  const Key key{proto, a_low ? a : b, a_low ? b : a, a_low ? sp : dp, a_low ? dp : sp};
+  const Key key{proto, a, vd, sp, dp};
 
-  auto it = sessions_.find(key);
-  if (it != sessions_.end()) {
+  if (auto it = sessions_.find(key); it != sessions_.end()) {
     Binding& bd = it->second;
-    const bool a_client = bd.client == a;
-    if ((a_client ? bd.vs : bd.vc) == vd) {
-      reused_.inc();  // pinned: later packets and later epochs use the same pair
-      // Packets of a session installed a moment ago still miss while the switch's datapath
-      // cache catches up with the new rules: deliver them, do not reprogram the path.
-      const bool fresh = bd.live == 3 && rx - bd.installed < std::chrono::milliseconds(500);
-      if (!install(bd, pin, a_client, rx, !fresh)) setup_failed_.inc();
-      return;
-    }
-    if (bd.owner != shard_ || bd.live != 0) return fail(pin_conflicts_);
-    erase_binding(key, true);  // a new connection reusing the ports of a finished one
+    reused_.inc();  // pinned: later packets and later epochs use the same pair
+    // Packets of a session installed a moment ago still miss while the switch's datapath
+    // cache catches up with the new rules: deliver them, do not reprogram the path.
+    // (hops are cleared when a link of the path goes down: then it is reinstalled at once).
+    const bool fresh = !bd.hops[0].empty() && rx - bd.installed < std::chrono::milliseconds(500);
+    if (!install(bd, pin, bd.client == a, rx, !fresh)) setup_failed_.inc();
+    return;
   }
   if (sessions_.size() >= cfg_.max_sessions_per_shard) return fail(sessions_full_);
   if (snap_ == nullptr || snap_->primary[a] == kNone) return fail(not_ready_);
@@ -462,8 +456,8 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
   by_id_.emplace(bd.id, key);
   live_sessions_.store(by_id_.size(), std::memory_order_relaxed);
   bound_.inc();
-  // The server side's shard gets a replica first, so a reply that misses finds the pin.
-  if (auto sl = locate(b, rx)) replicate(key, bd, sl->at.dpid);
+  // The server side's shard gets the reverse key first, so a reply that misses finds the pin.
+  if (auto sl = locate(b, rx)) replicate(server_key(bd), bd, sl->at.dpid);
   if (!install(slot->second, pin, true, rx)) setup_failed_.inc();
 }
 
@@ -471,7 +465,7 @@ void Cpam::replicate(const Key& k, const Binding& b, uint64_t server_dpid) {
   if (rt_ == nullptr) return;
   rt_->with_switch(server_dpid, [svc = svc_, rt = rt_, k, b](SwitchContext&) {
     Cpam* t = svc->instance(rt->current_shard());
-    if (t != nullptr && t->shard_ != b.owner) t->sessions_.try_emplace(k, b);
+    if (t != nullptr) t->sessions_.try_emplace(k, b);
   });
 }
 
@@ -676,15 +670,15 @@ void Cpam::erase_binding(const Key& k, bool release_refs) {
     svc_->vips().release_session(b.vc);
     svc_->vips().release_session(b.vs);
   }
+  // The reverse key lives on the server's access switch's shard (maybe this one).
   if (rt_ != nullptr)
     for (unsigned s = 0; s < rt_->shard_count(); ++s)
-      if (s != shard_)
-        rt_->post(s, [svc = svc_, s, k, owner = shard_] {
-          Cpam* t = svc->instance(s);
-          if (t == nullptr) return;
-          auto r = t->sessions_.find(k);
-          if (r != t->sessions_.end() && r->second.owner == owner) t->sessions_.erase(r);
-        });
+      rt_->post(s, [svc = svc_, s, k = server_key(b), id = b.id, owner = shard_] {
+        Cpam* t = svc->instance(s);
+        if (t == nullptr) return;
+        auto r = t->sessions_.find(k);
+        if (r != t->sessions_.end() && r->second.owner == owner && r->second.id == id) t->sessions_.erase(r);
+      });
 }
 
 void Cpam::sweep(Clock::time_point now) {

@@ -55,7 +55,7 @@ class Cpam;
 struct CpamCounters {
   uint64_t packet_ins = 0, sessions_bound = 0, sessions_reused = 0, sessions_expired = 0, setups = 0;
   uint64_t setup_failed = 0, repairs = 0, arp_answered = 0, arp_refused = 0, dns_answered = 0, dns_nxdomain = 0;
-  uint64_t dns_refused = 0, dns_errors = 0, stale_vip = 0, pin_conflicts = 0, unprotected_src = 0;
+  uint64_t dns_refused = 0, dns_errors = 0, stale_vip = 0, unprotected_src = 0;
   uint64_t real_blocked = 0, spoofed = 0, unlocated = 0, no_path = 0, not_ready = 0, parse_errors = 0;
   uint64_t sessions_full = 0, flows_removed = 0, live_sessions = 0, delivered_only = 0, reroutes = 0;
 };
@@ -135,14 +135,19 @@ class Cpam final : public southbound::App {
 
  private:
   friend class CpamService;
+  // The flow as its first packet shows it at the sender's access switch: protocol, the sending
+  // host, the VIP it addressed, the ports. A binding is filed under both directions' keys
+  // (Algorithm 1's SBT[f] and SBT[f-bar]): the client's on the owner shard, the server's on the
+  // shard of the server's access switch. Two connections that differ only in the VIP they named
+  // (a port reused across epochs) are two keys.
   struct Key {
     uint8_t proto;
-    uint32_t lo_host, hi_host;
-    uint16_t lo_port, hi_port;
+    uint32_t src_host, dst_vip;
+    uint16_t sport, dport;
     bool operator==(const Key&) const = default;
     template <typename H>
     friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.proto, k.lo_host, k.hi_host, k.lo_port, k.hi_port);
+      return H::combine(std::move(h), k.proto, k.src_host, k.dst_vip, k.sport, k.dport);
     }
   };
   struct Binding {
@@ -182,6 +187,8 @@ class Cpam final : public southbound::App {
   void confirm(uint64_t id, uint8_t bit);
   void flow_gone(uint64_t id, uint8_t bit, Clock::time_point now);
   void erase_binding(const Key& k, bool release);
+  static Key client_key(const Binding& b) { return Key{b.proto, b.client, b.vs, b.cport, b.sport}; }
+  static Key server_key(const Binding& b) { return Key{b.proto, b.server, b.vc, b.sport, b.cport}; }
   void replicate(const Key& k, const Binding& b, uint64_t server_dpid);
   void record_rppt(Clock::time_point rx, const char* kind);
   void sweep(Clock::time_point now);
@@ -224,7 +231,7 @@ class Cpam final : public southbound::App {
 
   using Stat = core::ShardStat;
   Stat packet_ins_, bound_, reused_, expired_, setups_, setup_failed_, repairs_, arp_answered_, arp_refused_,
-      dns_answered_, dns_nxdomain_, dns_refused_, dns_errors_, stale_vip_, pin_conflicts_, unprotected_src_,
+      dns_answered_, dns_nxdomain_, dns_refused_, dns_errors_, stale_vip_, unprotected_src_,
       real_blocked_, spoofed_, unlocated_, no_path_, not_ready_, parse_errors_, sessions_full_, flows_removed_,
       delivered_only_, reroutes_;
   std::atomic<uint64_t> live_sessions_{0};

@@ -571,6 +571,25 @@ TEST_F(CpamFabric, ASessionWhosePathLosesALinkIsReinstalledOnAnotherWithTheSameP
   EXPECT_TRUE(received("h1"));
 }
 
+// A client port reused for a new connection to the server's newer VIP, while the old connection's
+// flows are still alive, is a new session (the integration test's one setup failure before the
+// keys carried the VIP).
+TEST_F(CpamFabric, AClientPortReusedAcrossEpochsIsANewSession) {
+  build(2, RuntimeMode::kSharded);
+  const uint32_t old8 = vip(host(8));
+  fabric_->send("h1", tcp(host(1), old8, 38000, 5000));
+  home().rotate_now();
+  fabric_->advance(milliseconds(1000));
+  const uint32_t new8 = vip(host(8)), new1 = vip(host(1));
+  ASSERT_NE(new8, old8);
+  fabric_->clear_deliveries();
+  fabric_->send("h1", tcp(host(1), new8, 38000, 5000));
+  auto at8 = received("h8");
+  ASSERT_TRUE(at8);
+  EXPECT_EQ(at8->src, new1) << "the new session pins the client's current VIP";
+  EXPECT_EQ(svc_->counters().sessions_bound, 2u);
+}
+
 TEST_F(CpamFabric, CooperativeModeRunsTheSameLogicOnOneThread) {
   build(1, RuntimeMode::kCooperative);
   const uint32_t v8 = vip(host(8)), v1 = vip(host(1));
