@@ -154,8 +154,11 @@ void Cpam::commit() {
   const auto now = rt_->now();
   auto snap = life_->commit(now, tick_at_ + cfg_.rotation_interval);
   RotationRecord rec = life_->last();
-  rec.preinstalled = preinstall_ok_shared_->load();
-  rec.preinstall_failed = preinstall_sent_ - std::min<size_t>(preinstall_sent_, rec.preinstalled);
+  // Run to completion, the loop publishes before any barrier reply can be read on its thread:
+  // the rules were sent, not (yet) confirmed.
+  const bool confirmed = !(cfg_.mode == RuntimeMode::kCooperative && !cfg_.yield_between_batches);
+  rec.preinstalled = confirmed ? preinstall_ok_shared_->load() : preinstall_sent_;
+  rec.preinstall_failed = confirmed ? preinstall_sent_ - std::min<size_t>(preinstall_sent_, rec.preinstalled) : 0;
   pending_.clear();
   ++rotation_gen_;
   distribute(snap);
@@ -163,10 +166,11 @@ void Cpam::commit() {
   svc_->rotating_.store(false, std::memory_order_relaxed);
   svc_->last_rotation_ = rec;
   const double took = ms_between(rec.started, now);
-  spdlog::info("cpam: epoch {} published: {} hosts rotated in {:.1f} ms, {} rules pre-installed ({} failed), "
+  spdlog::info("cpam: epoch {} published: {} hosts rotated in {:.1f} ms, {} rules pre-installed ({}), "
                "{} grace, {} quarantined, {} free",
-               rec.epoch, rec.rotated, took, rec.preinstalled, rec.preinstall_failed, life_->grace_count(),
-               life_->quarantine_count(), life_->free_count());
+               rec.epoch, rec.rotated, took, rec.preinstalled,
+               confirmed ? fmt::format("{} failed", rec.preinstall_failed) : std::string("sent, unconfirmed"),
+               life_->grace_count(), life_->quarantine_count(), life_->free_count());
   svc_->publish("network/cpam/rotation",
                 {{"epoch", rec.epoch},
                  {"time_ms", unix_ms()},
@@ -175,6 +179,7 @@ void Cpam::commit() {
                  {"rotated", rec.rotated},
                  {"preinstalled", rec.preinstalled},
                  {"preinstall_failed", rec.preinstall_failed},
+                 {"preinstall_confirmed", confirmed},
                  {"pool_exhausted", rec.pool_exhausted},
                  {"grace", life_->grace_count()},
                  {"quarantine", life_->quarantine_count()},
