@@ -179,8 +179,13 @@ class FakeFabric final : public southbound::Runtime {
   }
   // The shard of what is running now, as a real shard thread would know it.
   unsigned current_shard() const override { return cur_; }
+  // Like the real runtime: at once when called on the switch's own shard, else posted there.
   bool with_switch(uint64_t dpid, std::function<void(southbound::SwitchContext&)> fn) override {
     if (!switches_.contains(dpid)) return false;
+    if (cur_ == shard_of(dpid)) {
+      fn(*switches_.at(dpid));
+      return true;
+    }
     posted_.push_back([this, dpid, fn = std::move(fn)] {
       cur_ = shard_of(dpid);
       if (auto it = switches_.find(dpid); it != switches_.end()) fn(*it->second);

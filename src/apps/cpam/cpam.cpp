@@ -452,13 +452,16 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
   bd.id = ++next_id_;
   bd.owner = shard_;
   bd.flowless_since = rx;
-  auto [slot, _] = sessions_.emplace(key, bd);
+  sessions_.emplace(key, bd);
   by_id_.emplace(bd.id, key);
   live_sessions_.store(by_id_.size(), std::memory_order_relaxed);
   bound_.inc();
   // The server side's shard gets the reverse key first, so a reply that misses finds the pin.
+  // When that shard is this one, with_switch runs it right here and the insert may rehash
+  // sessions_: look the binding up again afterwards, never keep a reference across it.
   if (auto sl = locate(b, rx)) replicate(server_key(bd), bd, sl->at.dpid);
-  if (!install(slot->second, pin, true, rx)) setup_failed_.inc();
+  auto slot = sessions_.find(key);
+  if (slot == sessions_.end() || !install(slot->second, pin, true, rx)) setup_failed_.inc();
 }
 
 void Cpam::replicate(const Key& k, const Binding& b, uint64_t server_dpid) {
