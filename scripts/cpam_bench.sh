@@ -347,7 +347,7 @@ counters = {k: a.get(k, 0) - b.get(k, 0) for k in a if isinstance(a.get(k), int)
 after = json.load(open(os.path.join(work, "stats.after.json")))
 # rotations published during the run (controller log, local wall clock)
 rot = []
-rx = re.compile(r"^(\S+) info .*cpam: epoch (\d+) published: (\d+) hosts rotated in ([\d.]+) ms, (\d+) rules pre-installed \((\d+) failed\)")
+rx = re.compile(r"^(\S+) info .*cpam: epoch (\d+) published: (\d+) hosts rotated in ([\d.]+) ms, (\d+) rules pre-installed \((?:(\d+) failed|sent, unconfirmed)\)")
 for l in open(os.path.join(work, "sdnator.log")):
     m = rx.search(l)
     if not m:
@@ -355,7 +355,7 @@ for l in open(os.path.join(work, "sdnator.log")):
     t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timestamp() * 1000
     if w0 <= t <= w1:
         rot.append({"epoch": int(m.group(2)), "rotated": int(m.group(3)), "took_ms": float(m.group(4)),
-                    "preinstalled": int(m.group(5)), "preinstall_failed": int(m.group(6))})
+                    "preinstalled": int(m.group(5)), "preinstall_failed": int(m.group(6) or 0)})
 # Client-side connection time (resolve + connect + echo, each through the controller when it
 # needs a PacketIn: the DNS query, the SYN, a missed reply) split by whether the connection
 # started while a rotation was in progress (from publish time - took_ms to publish time): in the
