@@ -534,16 +534,8 @@ bool Cpam::install(Binding& b, const ofp::PacketIn& pin, bool from_client, Clock
       // RPPT: the last FlowMod/PacketOut of this event is queued for the write at the end of
       // this loop turn (the gathered write of the switch's shard).
       if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - rx).count();
-        const uint64_t v = static_cast<uint64_t>(std::max<int64_t>(ns, 0));
-        svc->rppt_->record(v);
-        (rotating ? svc->rppt_rotating_ : svc->rppt_quiet_)->record(v);
-        Cpam* t = svc->samples_ != nullptr && rt != nullptr ? svc->instance(rt->current_shard()) : nullptr;
-        if (t != nullptr) {
-          const auto rx_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(rx.time_since_epoch()).count();
-          t->samples_.push_back(fmt::format("{},{},setup,{},{},{}\n", rx_ns, v, rotating ? 1 : 0,
-                                            t->snap_ ? t->snap_->epoch : 0, t->shard_));
-        }
+        svc->record_rppt(rx, "setup", rotating,
+                         svc->samples_ != nullptr && rt != nullptr ? svc->instance(rt->current_shard()) : nullptr);
       }
     };
     const uint64_t dpid = sb.dpid;
@@ -598,16 +590,19 @@ void Cpam::repair(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed
   record_rppt(rx, "repair");
 }
 
-void Cpam::record_rppt(Clock::time_point rx, const char* kind) {
+void Cpam::record_rppt(Clock::time_point rx, const char* kind) { svc_->record_rppt(rx, kind, svc_->rotating(), this); }
+
+// Into the histograms; and into `t`'s sample buffer (its shard's, flushed by its sweep) when
+// samples are on.
+void CpamService::record_rppt(Clock::time_point rx, const char* kind, bool rotating, Cpam* t) {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - rx).count();
   const uint64_t v = static_cast<uint64_t>(std::max<int64_t>(ns, 0));
-  const bool rotating = svc_->rotating();
-  svc_->rppt_->record(v);
-  (rotating ? svc_->rppt_rotating_ : svc_->rppt_quiet_)->record(v);
-  if (svc_->samples_ != nullptr) {
+  rppt_->record(v);
+  (rotating ? rppt_rotating_ : rppt_quiet_)->record(v);
+  if (samples_ != nullptr && t != nullptr) {
     const auto rx_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(rx.time_since_epoch()).count();
-    samples_.push_back(fmt::format("{},{},{},{},{},{}\n", rx_ns, v, kind, rotating ? 1 : 0, snap_ ? snap_->epoch : 0,
-                                   shard_));
+    t->samples_.push_back(fmt::format("{},{},{},{},{},{}\n", rx_ns, v, kind, rotating ? 1 : 0,
+                                      t->snap_ ? t->snap_->epoch : 0, t->shard_));
   }
 }
 

@@ -88,6 +88,7 @@ class CpamService {
   void set_latest(std::shared_ptr<const Snapshot> s);
   void publish(std::string_view key, nlohmann::json value, unsigned flags);
   void write_samples(const std::vector<std::string>& lines);
+  void record_rppt(Clock::time_point rx, const char* kind, bool rotating, Cpam* t);
 
   CpamConfig cfg_;
   HostDirectory dir_;
