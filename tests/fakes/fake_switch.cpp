@@ -1,288 +1,12 @@
-// FakeSwitch: an in-memory OpenFlow 1.3 flow table and packet path for app tests.
+// FakeSwitch: an in-memory OpenFlow 1.3 switch for app tests, on the emulated datapath (emu/).
 #include "fakes/fake_switch.hpp"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
-#include <initializer_list>
 #include <string>
 #include <utility>
 
-#include "pkt/checksum.hpp"
-#include "pkt/parse.hpp"
-
 namespace sdn::test {
-
-namespace {
-
-using ofp::OxmField;
-constexpr size_t kFields = static_cast<size_t>(OxmField::kArpTha) + 1;
-constexpr uint8_t kReasonIdle = 0, kReasonHard = 1, kReasonDelete = 2;  // OFPRR_* (7.4.2)
-
-struct FrameKey {
-  std::array<std::optional<uint64_t>, kFields> v{};
-  void set(OxmField f, uint64_t x) { v[static_cast<size_t>(f)] = x; }
-  std::optional<uint64_t> get(OxmField f) const {
-    const auto i = static_cast<size_t>(f);
-    return i < kFields ? v[i] : std::nullopt;
-  }
-};
-
-// What a switch extracts from a frame for matching (OXM semantics of 7.2.3.7; for a tagged
-// frame eth_type is the type after the tags, as Open vSwitch does for one tag).
-FrameKey key_of(pkt::ByteView frame, uint32_t in_port) {
-  FrameKey k;
-  k.set(OxmField::kInPort, in_port);
-  auto p = pkt::parse(frame, pkt::ParseOptions{true});
-  if (!p) {
-    auto eth = pkt::parse_ethernet(frame);
-    if (!eth) return k;  // runt: only in_port
-    k.set(OxmField::kEthDst, eth->dst.value);
-    k.set(OxmField::kEthSrc, eth->src.value);
-    return k;
-  }
-  k.set(OxmField::kEthDst, p->eth.dst.value);
-  k.set(OxmField::kEthSrc, p->eth.src.value);
-  if (p->eth.is_ethernet_ii()) k.set(OxmField::kEthType, p->eth.ethertype);
-  if (const auto* t = p->vlan()) {
-    k.set(OxmField::kVlanVid, t->vid | ofp::kOfpVidPresent);
-    k.set(OxmField::kVlanPcp, t->pcp);
-  } else {
-    k.set(OxmField::kVlanVid, 0);  // OFPVID_NONE
-  }
-  if (p->arp) {
-    k.set(OxmField::kArpOp, p->arp->op);
-    k.set(OxmField::kArpSpa, p->arp->spa.value);
-    k.set(OxmField::kArpTpa, p->arp->tpa.value);
-    k.set(OxmField::kArpSha, p->arp->sha.value);
-    k.set(OxmField::kArpTha, p->arp->tha.value);
-  }
-  if (p->ipv4) {
-    k.set(OxmField::kIpDscp, p->ipv4->dscp);
-    k.set(OxmField::kIpEcn, p->ipv4->ecn);
-    k.set(OxmField::kIpProto, p->ipv4->protocol);
-    k.set(OxmField::kIpv4Src, p->ipv4->src.value);
-    k.set(OxmField::kIpv4Dst, p->ipv4->dst.value);
-  }
-  if (p->tcp) {
-    k.set(OxmField::kTcpSrc, p->tcp->src_port);
-    k.set(OxmField::kTcpDst, p->tcp->dst_port);
-  }
-  if (p->udp) {
-    k.set(OxmField::kUdpSrc, p->udp->src_port);
-    k.set(OxmField::kUdpDst, p->udp->dst_port);
-  }
-  if (p->icmp) {
-    k.set(OxmField::kIcmpv4Type, p->icmp->type);
-    k.set(OxmField::kIcmpv4Code, p->icmp->code);
-  }
-  return k;
-}
-
-uint64_t mask_of(const ofp::OxmTlv& t) { return t.mask.value_or(~uint64_t{0}); }
-
-bool packet_matches(const ofp::Match& m, const FrameKey& k) {
-  for (const auto& t : m.fields) {
-    auto v = k.get(t.field);
-    if (!v || ((*v ^ t.value) & mask_of(t)) != 0) return false;
-  }
-  return true;
-}
-
-// Same fields, values and masks, in any order.
-bool identical(const ofp::Match& a, const ofp::Match& b) {
-  if (a.fields.size() != b.fields.size()) return false;
-  for (const auto& t : a.fields) {
-    const auto* o = b.find(t.field);
-    if (o == nullptr || mask_of(*o) != mask_of(t) || ((o->value ^ t.value) & mask_of(t)) != 0) return false;
-  }
-  return true;
-}
-
-// Non-strict MODIFY/DELETE selection (6.4): the entry's match is `req` or more specific.
-bool at_least_as_specific(const ofp::Match& entry, const ofp::Match& req) {
-  for (const auto& r : req.fields) {
-    const auto* e = entry.find(r.field);
-    if (e == nullptr) return false;
-    const uint64_t rm = mask_of(r);
-    if ((mask_of(*e) & rm) != rm || ((e->value ^ r.value) & rm) != 0) return false;
-  }
-  return true;
-}
-
-// OXM prerequisites (7.2.3.6): the switch rejects a match that lacks them.
-const char* missing_prerequisite(const ofp::Match& m) {
-  auto type = m.get(OxmField::kEthType);
-  auto proto = m.get(OxmField::kIpProto);
-  for (const auto& t : m.fields) {
-    switch (t.field) {
-      case OxmField::kIpv4Src:
-      case OxmField::kIpv4Dst:
-      case OxmField::kIpProto:
-      case OxmField::kIpDscp:
-      case OxmField::kIpEcn:
-        if (type != 0x0800) return "IPv4 field without eth_type=0x0800";
-        break;
-      case OxmField::kArpOp:
-      case OxmField::kArpSpa:
-      case OxmField::kArpTpa:
-      case OxmField::kArpSha:
-      case OxmField::kArpTha:
-        if (type != 0x0806) return "ARP field without eth_type=0x0806";
-        break;
-      case OxmField::kTcpSrc:
-      case OxmField::kTcpDst:
-        if (proto != 6) return "TCP port without ip_proto=6";
-        break;
-      case OxmField::kUdpSrc:
-      case OxmField::kUdpDst:
-        if (proto != 17) return "UDP port without ip_proto=17";
-        break;
-      case OxmField::kIcmpv4Type:
-      case OxmField::kIcmpv4Code:
-        if (proto != 1) return "ICMP field without ip_proto=1";
-        break;
-      default:
-        break;
-    }
-  }
-  return nullptr;
-}
-
-bool cookie_selected(uint64_t entry_cookie, const ofp::FlowMod& fm) {
-  return ((entry_cookie ^ fm.cookie) & fm.cookie_mask) == 0;
-}
-
-// A set_field must not need more than the match guarantees (OVS answers
-// OFPBAC_MATCH_INCONSISTENT): judged as if the field were one more match field.
-const char* set_field_inconsistent(const ofp::Match& m, const ofp::InstructionList& instructions) {
-  for (const auto& ins : instructions) {
-    const auto* apply = std::get_if<ofp::InstrApplyActions>(&ins);
-    if (apply == nullptr) continue;
-    for (const auto& a : apply->actions) {
-      const auto* sf = std::get_if<ofp::ActionSetField>(&a);
-      if (sf == nullptr) continue;
-      ofp::Match with = m;
-      with.set(sf->field.field, sf->field.value);
-      if (const char* why = missing_prerequisite(with)) return why;
-    }
-  }
-  return nullptr;
-}
-
-// ---- set_field (7.2.5 OFPAT_SET_FIELD), as Open vSwitch's packets.c does it ----
-
-// One checksum field covering a rewritten word: its frame offset, and whether it is UDP's
-// (RFC 768: 0 means "none" and stays 0; a computed 0 is sent as 0xffff).
-struct SumAt {
-  size_t off;
-  bool udp = false;
-};
-
-// RFC 1624 eqn. 3, HC' = ~(~HC + ~m + m'), like OVS's recalc_csum16/32: only the changed
-// bytes are needed (a first fragment does not carry its whole segment), and a checksum that
-// was wrong stays wrong rather than being quietly repaired.
-uint16_t checksum_update(uint16_t hc, pkt::ByteView before, pkt::ByteView after) {
-  const auto nhc = static_cast<uint16_t>(~hc);
-  std::array<uint8_t, 6> neg{static_cast<uint8_t>(nhc >> 8), static_cast<uint8_t>(nhc)};
-  for (size_t i = 0; i < before.size(); ++i) neg[2 + i] = static_cast<uint8_t>(~before[i]);
-  const uint32_t sum = pkt::checksum_add(0, pkt::ByteView(neg).first(2 + before.size()));
-  return pkt::checksum_finish(pkt::checksum_add(sum, after));
-}
-
-// Overwrites the `width` (2 or 4) word-aligned bytes at `off` with `value`, big-endian, and
-// updates the checksums in `sums` that cover them.
-void rewrite(pkt::Bytes& frame, size_t off, uint32_t value, size_t width, std::initializer_list<SumAt> sums) {
-  std::array<uint8_t, 4> before{}, after{};
-  for (size_t i = 0; i < width; ++i) {
-    before[i] = frame[off + i];
-    after[i] = static_cast<uint8_t>(value >> (8 * (width - 1 - i)));
-  }
-  pkt::Writer w(frame);
-  for (const SumAt s : sums) {
-    const uint16_t old = pkt::load_be16(frame, s.off);
-    if (s.udp && old == 0) continue;
-    uint16_t sum = checksum_update(old, pkt::ByteView(before).first(width), pkt::ByteView(after).first(width));
-    if (s.udp && sum == 0) sum = 0xffff;
-    w.put_be16_at(s.off, sum);
-  }
-  std::copy_n(after.begin(), width, frame.begin() + static_cast<std::ptrdiff_t>(off));
-}
-
-// Applies one set_field to `frame`; nullptr when done, else why it was skipped.
-const char* set_field(pkt::Bytes& frame, const ofp::OxmTlv& f) {
-  if (f.mask) return "set_field with a mask (OF 1.3 has none)";
-  if (f.field == OxmField::kEthDst || f.field == OxmField::kEthSrc) {
-    if (frame.size() < pkt::kEthHeaderLen) return "set_field eth on a runt frame";
-    const size_t off = f.field == OxmField::kEthDst ? 0 : 6;
-    for (size_t i = 0; i < 6; ++i) frame[off + i] = static_cast<uint8_t>(f.value >> (8 * (5 - i)));
-    return nullptr;  // no checksum covers the MACs
-  }
-  auto p = pkt::parse(frame, pkt::ParseOptions{true});
-  if (!p || !p->ipv4) return "set_field of an IPv4/L4 field on a frame without IPv4";
-  const size_t ip = static_cast<size_t>(p->eth.payload.data() - frame.data());
-  const size_t l4 = static_cast<size_t>(p->ipv4->payload.data() - frame.data());
-  const SumAt ip_sum{ip + 10};
-  // The TCP/UDP checksum (if the L4 header is here: not in later fragments) covers the
-  // addresses through the pseudo-header; ICMP's does not.
-  const std::optional<SumAt> l4_sum = p->tcp   ? std::optional<SumAt>(SumAt{l4 + 16})
-                                      : p->udp ? std::optional<SumAt>(SumAt{l4 + 6, true})
-                                               : std::nullopt;
-  const uint16_t tos_word = pkt::load_be16(frame, ip);  // version/IHL, DSCP/ECN
-  switch (f.field) {
-    case OxmField::kIpv4Src:
-    case OxmField::kIpv4Dst: {
-      const size_t off = ip + (f.field == OxmField::kIpv4Src ? 12 : 16);
-      const auto v = static_cast<uint32_t>(f.value);
-      if (l4_sum) {
-        rewrite(frame, off, v, 4, {ip_sum, *l4_sum});
-      } else {
-        rewrite(frame, off, v, 4, {ip_sum});
-      }
-      return nullptr;
-    }
-    case OxmField::kIpDscp:
-      rewrite(frame, ip, (tos_word & 0xff03U) | static_cast<uint32_t>((f.value & 0x3f) << 2), 2, {ip_sum});
-      return nullptr;
-    case OxmField::kIpEcn:
-      rewrite(frame, ip, (tos_word & 0xfffcU) | static_cast<uint32_t>(f.value & 0x3), 2, {ip_sum});
-      return nullptr;
-    case OxmField::kTcpSrc:
-    case OxmField::kTcpDst:
-      if (!p->tcp) return "set_field tcp port on a frame without a TCP header";
-      rewrite(frame, l4 + (f.field == OxmField::kTcpSrc ? 0 : 2), static_cast<uint32_t>(f.value & 0xffff), 2,
-              {*l4_sum});
-      return nullptr;
-    case OxmField::kUdpSrc:
-    case OxmField::kUdpDst:
-      if (!p->udp) return "set_field udp port on a frame without a UDP header";
-      rewrite(frame, l4 + (f.field == OxmField::kUdpSrc ? 0 : 2), static_cast<uint32_t>(f.value & 0xffff), 2,
-              {*l4_sum});
-      return nullptr;
-    default:
-      return "set_field of a field the fake does not model";
-  }
-}
-
-}  // namespace
-
-ofp::ActionList FlowEntry::actions() const {
-  ofp::ActionList out;
-  for (const auto& ins : instructions)
-    if (const auto* a = std::get_if<ofp::InstrApplyActions>(&ins)) out.insert(out.end(), a->actions.begin(), a->actions.end());
-  return out;
-}
-
-std::vector<uint32_t> FlowEntry::output_ports() const {
-  std::vector<uint32_t> ports;
-  for (const auto& a : actions())
-    if (const auto* o = std::get_if<ofp::ActionOutput>(&a)) ports.push_back(o->port);
-  return ports;
-}
-
-std::optional<uint64_t> frame_field(pkt::ByteView frame, uint32_t in_port, ofp::OxmField f) {
-  return key_of(frame, in_port).get(f);
-}
 
 FakeSwitch::FakeSwitch(uint64_t dpid, std::vector<uint32_t> ports) {
   features_.datapath_id = dpid;
@@ -322,51 +46,20 @@ void FakeSwitch::send_request(ofp::Body request, southbound::ReplyCallback on_re
 
 void FakeSwitch::advance(Clock::duration d) {
   now_ += d;
-  for (size_t i = flows_.size(); i-- > 0;) {
-    const FlowEntry& e = flows_[i];
-    if (e.idle_timeout != 0 && now_ - e.last_used >= std::chrono::seconds(e.idle_timeout)) {
-      remove_at(i, kReasonIdle);
-    } else if (e.hard_timeout != 0 && now_ - e.installed >= std::chrono::seconds(e.hard_timeout)) {
-      remove_at(i, kReasonHard);
-    }
-  }
+  std::vector<ofp::FlowRemoved> removed;
+  table_.expire(now_, removed);
+  note_removed(std::move(removed));
 }
 
-void FakeSwitch::remove_at(size_t i, uint8_t reason) {
-  const FlowEntry& e = flows_[i];
-  if (e.flags & ofp::kFlowFlagSendFlowRem) {
-    ofp::FlowRemoved fr;
-    fr.cookie = e.cookie;
-    fr.priority = e.priority;
-    fr.reason = reason;
-    fr.table_id = e.table_id;
-    fr.idle_timeout = e.idle_timeout;
-    fr.hard_timeout = e.hard_timeout;
-    const auto age = std::chrono::duration_cast<std::chrono::nanoseconds>(now_ - e.installed).count();
-    fr.duration_sec = static_cast<uint32_t>(age / 1'000'000'000);
-    fr.duration_nsec = static_cast<uint32_t>(age % 1'000'000'000);
-    fr.packet_count = e.packet_count;
-    fr.byte_count = e.byte_count;
-    fr.match = e.match;
+void FakeSwitch::note_removed(std::vector<ofp::FlowRemoved> removed) {
+  for (auto& fr : removed) {
     removed_.push_back(fr);
     unread_removed_.push_back(std::move(fr));
   }
-  flows_.erase(flows_.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 const FlowEntry* FakeSwitch::lookup(pkt::ByteView frame, uint32_t in_port) {
-  const FrameKey k = key_of(frame, in_port);
-  FlowEntry* best = nullptr;
-  for (auto& e : flows_) {
-    if (e.table_id != 0 || !packet_matches(e.match, k)) continue;
-    if (best == nullptr || e.priority > best->priority) best = &e;
-  }
-  if (best != nullptr) {
-    best->last_used = now_;
-    ++best->packet_count;
-    best->byte_count += frame.size();
-  }
-  return best;
+  return table_.lookup(frame, in_port, now_);
 }
 
 std::optional<ofp::ActionList> FakeSwitch::lookup_actions(pkt::ByteView frame, uint32_t in_port) {
@@ -386,7 +79,7 @@ ofp::PacketIn FakeSwitch::packet_in(pkt::ByteView frame, uint32_t in_port) {
   ofp::PacketIn pin;
   pin.total_len = static_cast<uint16_t>(frame.size());
   pin.reason = 0;  // OFPR_NO_MATCH
-  pin.match.set(OxmField::kInPort, in_port);
+  pin.match.set(ofp::OxmField::kInPort, in_port);
   pin.data = frame;
   if (buffering_) {
     pin.buffer_id = next_buffer_id_++;
@@ -405,13 +98,6 @@ ofp::PortStatus FakeSwitch::set_link_down(uint32_t port) {
   }
   down_ports_.push_back(port);
   return ps;
-}
-
-std::vector<FlowEntry> FakeSwitch::flows_in_cookie_range(uint64_t cookie, uint64_t mask) const {
-  std::vector<FlowEntry> out;
-  for (const auto& e : flows_)
-    if (((e.cookie ^ cookie) & mask) == 0) out.push_back(e);
-  return out;
 }
 
 void FakeSwitch::clear_records() {
@@ -433,68 +119,14 @@ void FakeSwitch::apply(const ofp::Body& body) {
 
 void FakeSwitch::apply_flow_mod(const ofp::FlowMod& fm) {
   using Cmd = ofp::FlowModCommand;
-  if (const char* why = missing_prerequisite(fm.match)) {
-    errors_.push_back(std::string("flow_mod rejected: ") + why);  // OFPBMC_BAD_PREREQ
+  std::vector<ofp::FlowRemoved> removed;
+  const auto rejected = table_.apply(fm, now_, removed);
+  note_removed(std::move(removed));
+  if (rejected) {
+    errors_.push_back(std::string("flow_mod rejected: ") + rejected->why);
     return;
   }
-  if (fm.command != Cmd::kDelete && fm.command != Cmd::kDeleteStrict) {
-    if (const char* why = set_field_inconsistent(fm.match, fm.instructions)) {
-      // OFPBAC_MATCH_INCONSISTENT
-      errors_.push_back(std::string("flow_mod rejected: set_field needs more than the match: ") + why);
-      return;
-    }
-  }
-  const bool strict = fm.command == Cmd::kModifyStrict || fm.command == Cmd::kDeleteStrict;
-  auto selected = [&](const FlowEntry& e) {
-    if (fm.table_id != ofp::kTableAll && e.table_id != fm.table_id) return false;
-    if (!cookie_selected(e.cookie, fm)) return false;
-    if (strict) return e.priority == fm.priority && identical(e.match, fm.match);
-    return at_least_as_specific(e.match, fm.match);
-  };
-  switch (fm.command) {
-    case Cmd::kAdd: {
-      if (fm.table_id == ofp::kTableAll) {
-        errors_.push_back("flow_mod add to OFPTT_ALL");  // OFPFMFC_BAD_TABLE_ID
-        return;
-      }
-      FlowEntry e;
-      e.table_id = fm.table_id;
-      e.priority = fm.priority;
-      e.match = fm.match;
-      e.cookie = fm.cookie;
-      e.idle_timeout = fm.idle_timeout;
-      e.hard_timeout = fm.hard_timeout;
-      e.flags = fm.flags;
-      e.instructions = fm.instructions;
-      e.installed = e.last_used = now_;
-      auto same = std::find_if(flows_.begin(), flows_.end(), [&](const FlowEntry& x) {
-        return x.table_id == e.table_id && x.priority == e.priority && identical(x.match, e.match);
-      });
-      if (same != flows_.end()) {
-        *same = std::move(e);  // 6.4: replaces, counters cleared
-      } else {
-        flows_.push_back(std::move(e));
-      }
-      break;
-    }
-    case Cmd::kModify:
-    case Cmd::kModifyStrict:
-      for (auto& e : flows_)
-        if (selected(e)) e.instructions = fm.instructions;
-      break;
-    case Cmd::kDelete:
-    case Cmd::kDeleteStrict:
-      for (size_t i = flows_.size(); i-- > 0;) {
-        const FlowEntry& e = flows_[i];
-        if (!selected(e)) continue;
-        if (fm.out_port != ofp::port::kAny) {
-          auto ports = e.output_ports();
-          if (std::find(ports.begin(), ports.end(), fm.out_port) == ports.end()) continue;
-        }
-        remove_at(i, kReasonDelete);
-      }
-      return;  // 7.3.4.1: buffer_id is ignored by deletes
-  }
+  if (fm.command == Cmd::kDelete || fm.command == Cmd::kDeleteStrict) return;  // 7.3.4.1: buffer_id ignored
   if (fm.buffer_id != ofp::kNoBuffer) {
     // The buffered packet goes through the pipeline after the insert (7.3.4.1).
     auto b = std::find_if(buffers_.begin(), buffers_.end(), [&](const Buffered& x) { return x.id == fm.buffer_id; });
@@ -525,41 +157,35 @@ void FakeSwitch::apply_packet_out(const ofp::PacketOut& po) {
 }
 
 void FakeSwitch::run_actions(const ofp::ActionList& actions, pkt::ByteView original, uint32_t in_port) {
-  pkt::Bytes frame(original.begin(), original.end());  // as the actions so far left it
-  auto emit = [&](uint32_t port) {
+  auto emit = [&](uint32_t port, const pkt::Bytes& frame) {
     if (std::find(down_ports_.begin(), down_ports_.end(), port) != down_ports_.end()) return;
     outputs_.push_back(Output{port, frame});
   };
-  for (const auto& a : actions) {
-    if (const auto* sf = std::get_if<ofp::ActionSetField>(&a)) {
-      if (const char* why = set_field(frame, sf->field))
-        errors_.push_back(std::string(why) + " (field " + std::to_string(static_cast<int>(sf->field.field)) +
-                          "), skipped");
-      continue;
-    }
-    const auto* o = std::get_if<ofp::ActionOutput>(&a);
-    if (o == nullptr) continue;  // vlan push/pop, dec_nw_ttl, group: not modelled
-    switch (o->port) {
-      case ofp::port::kFlood:
-      case ofp::port::kAll:
-        for (const auto& p : ports_)
-          if (p.port_no != in_port) emit(p.port_no);
-        break;
-      case ofp::port::kInPort:
-        emit(in_port);
-        break;
-      case ofp::port::kTable:
-        if (!process(frame, in_port)) errors_.push_back("packet_out to TABLE missed");
-        break;
-      default:
-        if (o->port == in_port) {
-          // A switch never sends a frame back out its ingress port unless told OFPP_IN_PORT.
-          errors_.push_back("output to the ingress port dropped");
-          break;
+  emu::run_actions(
+      actions, original,
+      [&](uint32_t out, const pkt::Bytes& frame) {
+        switch (out) {
+          case ofp::port::kFlood:
+          case ofp::port::kAll:
+            for (const auto& p : ports_)
+              if (p.port_no != in_port) emit(p.port_no, frame);
+            break;
+          case ofp::port::kInPort:
+            emit(in_port, frame);
+            break;
+          case ofp::port::kTable:
+            if (!process(frame, in_port)) errors_.push_back("packet_out to TABLE missed");
+            break;
+          default:
+            if (out == in_port) {
+              // A switch never sends a frame back out its ingress port unless told OFPP_IN_PORT.
+              errors_.push_back("output to the ingress port dropped");
+              break;
+            }
+            emit(out, frame);
         }
-        emit(o->port);
-    }
-  }
+      },
+      [&](std::string why) { errors_.push_back(std::move(why)); });
 }
 
 }  // namespace sdn::test

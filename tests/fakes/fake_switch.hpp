@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "emu/datapath.hpp"
 #include "ofp/message.hpp"
 #include "pkt/bytes.hpp"
 #include "southbound/app.hpp"
@@ -25,25 +26,7 @@ namespace sdn::test {
 
 using southbound::Clock;
 
-struct FlowEntry {
-  uint8_t table_id = 0;
-  uint16_t priority = 0;
-  ofp::Match match;
-  uint64_t cookie = 0;
-  uint16_t idle_timeout = 0;
-  uint16_t hard_timeout = 0;
-  uint16_t flags = 0;
-  ofp::InstructionList instructions;
-  Clock::time_point installed{};
-  Clock::time_point last_used{};
-  uint64_t packet_count = 0;
-  uint64_t byte_count = 0;
-
-  // The apply-actions list (empty = drop).
-  ofp::ActionList actions() const;
-  // The ports of its output actions.
-  std::vector<uint32_t> output_ports() const;
-};
+using FlowEntry = emu::FlowEntry;
 
 // One frame leaving the switch.
 struct Output {
@@ -90,8 +73,10 @@ class FakeSwitch : public southbound::SwitchContext {
   ofp::PortStatus set_link_down(uint32_t port);
 
   // ---- records ----
-  const std::vector<FlowEntry>& flows() const { return flows_; }
-  std::vector<FlowEntry> flows_in_cookie_range(uint64_t cookie, uint64_t mask) const;
+  const std::vector<FlowEntry>& flows() const { return table_.entries(); }
+  std::vector<FlowEntry> flows_in_cookie_range(uint64_t cookie, uint64_t mask) const {
+    return table_.in_cookie_range(cookie, mask);
+  }
   const std::vector<ofp::Body>& sent() const { return sent_; }
   const std::vector<Output>& outputs() const { return outputs_; }
   // Every FlowRemoved the switch sent (idle/hard timeout or delete of an entry with
@@ -119,13 +104,13 @@ class FakeSwitch : public southbound::SwitchContext {
   void apply_flow_mod(const ofp::FlowMod& fm);
   void apply_packet_out(const ofp::PacketOut& po);
   void run_actions(const ofp::ActionList& actions, pkt::ByteView frame, uint32_t in_port);
-  void remove_at(size_t i, uint8_t reason);
+  void note_removed(std::vector<ofp::FlowRemoved> removed);
 
   ofp::FeaturesReply features_;
   std::vector<ofp::Port> ports_;
   std::vector<uint32_t> down_ports_;
   Clock::time_point now_{};
-  std::vector<FlowEntry> flows_;
+  emu::FlowTable table_;
   std::vector<ofp::Body> sent_;
   std::deque<ofp::Bytes> sent_data_;  // owned copies of PacketOut data (stable addresses)
   std::vector<Output> outputs_;
@@ -143,8 +128,6 @@ class FakeSwitch : public southbound::SwitchContext {
   std::vector<Buffered> buffers_;
 };
 
-// OXM field values of a frame as a switch would compute them (in_port included), for
-// matching. nullopt when the frame lacks the field (e.g. ipv4_src of an ARP frame).
-std::optional<uint64_t> frame_field(pkt::ByteView frame, uint32_t in_port, ofp::OxmField f);
+using emu::frame_field;
 
 }  // namespace sdn::test
