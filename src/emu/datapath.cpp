@@ -338,6 +338,11 @@ ofp::FlowRemoved removed_message(const FlowEntry& e, uint8_t reason, Clock::time
 
 }  // namespace
 
+const FlowEntry* FlowTable::find(uint8_t table_id, uint16_t priority, const ofp::Match& match) const {
+  auto it = index_.find(identity(table_id, priority, match));
+  return it == index_.end() ? nullptr : &entries_[it->second];
+}
+
 void FlowTable::reindex() {
   index_.clear();
   for (size_t i = 0; i < entries_.size(); ++i)

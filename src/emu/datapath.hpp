@@ -69,6 +69,9 @@ class FlowTable {
   // Removes entries whose idle or hard timeout has passed (FlowRemoved as for deletes).
   void expire(Clock::time_point now, std::vector<ofp::FlowRemoved>& removed);
 
+  // The entry an ADD of (table_id, priority, match) would replace, or nullptr.
+  const FlowEntry* find(uint8_t table_id, uint16_t priority, const ofp::Match& match) const;
+
   const std::vector<FlowEntry>& entries() const { return entries_; }
   size_t size() const { return entries_.size(); }
   std::vector<FlowEntry> in_cookie_range(uint64_t cookie, uint64_t mask) const;

@@ -9,11 +9,16 @@
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 #include "pkt/build.hpp"
 #include "pkt/parse.hpp"
 
 namespace sdn::ofbench {
+
+namespace {
+void run_sleep(double s) { std::this_thread::sleep_for(std::chrono::duration<double>(s)); }
+}  // namespace
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -222,7 +227,8 @@ void Bench::on_disconnect(EmuSwitch& sw, const std::string& why) {
   if (!o_.quiet && disconnects_ <= 5) fmt::print(stderr, "ofbench: {}\n", last_disconnect_);
 }
 
-void Bench::on_unsolicited_flow_mod(const ofp::FlowMod& /*fm*/, double t) {
+void Bench::on_unsolicited_flow_mod(const ofp::FlowMod& fm, double t) {
+  ++unsolicited_by_priority_[fm.priority];
   if (!windows_.empty() && t - windows_.back().end <= o_.rotation_gap_ms / 1e3) {
     windows_.back().end = t;
     ++windows_.back().flow_mods;
@@ -559,6 +565,37 @@ void Bench::mode_discovery() {
   main_kind_ = Kind::kPacketIn;
 }
 
+// sdnator's --stats-file (rewritten every second: retry a torn read): its histograms, and
+// the CPAM RPPT ones under the names the report uses. Not black-box: only for sdnator.
+nlohmann::json read_controller_stats(const std::string& path) {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    std::ifstream in(path);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.contains("metrics")) {
+      run_sleep(0.1);
+      continue;
+    }
+    nlohmann::json out;
+    const auto& h = j["metrics"].value("histograms", nlohmann::json::object());
+    out["histograms"] = h;
+    auto conv = [&](const char* name) -> nlohmann::json {
+      if (!h.contains(name)) return nullptr;
+      nlohmann::json s;
+      s["count"] = h[name].value("count", 0);
+      for (const char* k : {"min", "mean", "p50", "p90", "p99", "p999", "max"}) {
+        const std::string key = std::string(k) + "_us";
+        s[k] = h[name].contains(key) ? h[name][key] : nlohmann::json();
+      }
+      return s;
+    };
+    out["rppt_us"] = {{"all", conv("cpam.rppt")}, {"rotating", conv("cpam.rppt_rotating")}, {"quiet", conv("cpam.rppt_quiet")}};
+    out["path_setup_us"] = conv("forwarding.path_setup");
+    if (j.contains("apps") && j["apps"].contains("cpam")) out["cpam"] = j["apps"]["cpam"];
+    return out;
+  }
+  return nlohmann::json{{"error", "cannot read " + path}};
+}
+
 nlohmann::json Bench::run() {
   if (!o_.hosts_file.empty()) {
     write_hosts_file();
@@ -566,7 +603,7 @@ nlohmann::json Bench::run() {
   }
   std::unique_ptr<ResourceSampler> sampler;
   if (o_.pid > 0) {
-    sampler = std::make_unique<ResourceSampler>(o_.pid, std::chrono::milliseconds(1000));
+    sampler = std::make_unique<ResourceSampler>(o_.pid, std::chrono::milliseconds(500));
     sampler->start();
   }
   const double started_unix = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -591,6 +628,7 @@ nlohmann::json Bench::run() {
   }
   nlohmann::json j = result_json(measure_begin_, measure_end_);
   j["started_unix"] = started_unix;
+  if (!o_.controller_stats.empty()) j["controller_stats"] = read_controller_stats(o_.controller_stats);
   if (sampler) {
     sampler->stop();
     j["resources"] = sampler->to_json();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -68,6 +69,7 @@ struct Options {
   // output
   int pid = 0;                            // controller pid for /proc sampling (0 = none)
   std::string json_path;
+  std::string controller_stats;           // sdnator --stats-file: its own histograms, read at the end
   std::string hosts_file;                 // campus: write "name ip" lines and exit
   uint32_t max_samples = 50000;
   uint64_t seed = 0;                      // 0 = random
@@ -254,6 +256,7 @@ class Bench {
   // results
   nlohmann::json result_json(double t_begin, double t_end);
   nlohmann::json switch_totals() const;
+  nlohmann::json table_check() const;
 
   Options o_;
   SteadyClock::time_point epoch_ = SteadyClock::now();
@@ -316,6 +319,7 @@ class Bench {
   };
   std::vector<Window> windows_;
   uint64_t dns_changes_ = 0;
+  std::map<uint16_t, uint64_t> unsolicited_by_priority_;  // proactive ADDs seen, by priority
   absl::flat_hash_map<std::string, uint64_t> fail_reasons_;
 
   // extra per-mode JSON (rfc8456 metrics, trials, ...)
@@ -338,5 +342,8 @@ std::optional<DnsAnswer> parse_dns_answer(std::span<const uint8_t> msg);
 
 // Latency figures over a set of values (µs): count, min, mean, p50, p90, p99, p999, max.
 nlohmann::json stats_json(std::vector<double> v);
+
+// What sdnator reports about itself (its --stats-file), for side-by-side figures.
+nlohmann::json read_controller_stats(const std::string& path);
 
 }  // namespace sdn::ofbench

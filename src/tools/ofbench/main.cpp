@@ -100,6 +100,7 @@ int main(int argc, char** argv) {
   app.add_option("--rate-hi", o.rate_hi, "lossfree: highest offered rate");
   app.add_option("--max-flows-per-switch", o.max_flows_per_switch, "emulated table size (0 = unlimited)");
   app.add_option("--pid", o.pid, "controller pid: sample CPU, RSS, context switches from /proc");
+  app.add_option("--controller-stats", o.controller_stats, "sdnator's --stats-file: add its own histograms to the JSON");
   app.add_option("--json", o.json_path, "write the run's JSON here ('-' = stdout)");
   app.add_option("--write-hosts", o.hosts_file, "campus: write the hosts as 'name ip' lines (a CPAM hosts_file) and exit");
   app.add_option("--max-samples", o.max_samples, "latency samples kept in the JSON");

@@ -99,10 +99,11 @@ void ResourceSampler::stop() {
 void ResourceSampler::run() {
   const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
   std::optional<ProcSnapshot> prev = first_;
-  while (!stop_ && prev) {
+  while (prev) {
     const auto wake = prev->at + interval_;
     while (!stop_ && std::chrono::steady_clock::now() < wake) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (stop_) break;
+    // On stop, one last sample covers the tail (a short run still gets one).
+    if (stop_ && std::chrono::steady_clock::now() - prev->at < std::chrono::milliseconds(100)) break;
     auto cur = read_proc(pid_);
     if (!cur) {
       gone_ = true;
@@ -128,6 +129,7 @@ void ResourceSampler::run() {
       samples_.push_back(std::move(r));
     }
     prev = std::move(cur);
+    if (stop_) break;
   }
 }
 

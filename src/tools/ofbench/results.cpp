@@ -128,6 +128,31 @@ nlohmann::json Bench::switch_totals() const {
           {"flow_table_max", flows_max},          {"last_disconnect", last_disconnect_}};
 }
 
+// Independent switches: host h sits behind port h, so every flow the controller installed
+// for eth_dst = host h must output to port h (what a learning switch intends). Entries that
+// match no host MAC or have no output are not judged.
+nlohmann::json Bench::table_check() const {
+  if (o_.topology != "independent") return nullptr;
+  uint64_t checked = 0, wrong = 0;
+  nlohmann::json examples = nlohmann::json::array();
+  for (uint32_t sw = 0; sw < switches_.size(); ++sw) {
+    const uint64_t base = o_.unique_macs ? (uint64_t{sw} + 1) << 24 : 0;
+    for (const auto& e : switches_[sw]->table().entries()) {
+      const auto dst = e.match.get(ofp::OxmField::kEthDst);
+      const auto ports = e.output_ports();
+      if (!dst || ports.empty() || (*dst & ~uint64_t{0xffffff}) != base) continue;
+      const uint64_t host = *dst & 0xffffff;
+      if (host == 0 || host > o_.macs_per_switch) continue;
+      ++checked;
+      if (ports.size() != 1 || ports[0] != host) {
+        ++wrong;
+        if (examples.size() < 5) examples.push_back({{"switch", sw + 1}, {"eth_dst_host", host}, {"ports", ports}});
+      }
+    }
+  }
+  return {{"checked", checked}, {"wrong_port", wrong}, {"examples", examples}};
+}
+
 nlohmann::json Bench::result_json(double t_begin, double t_end) {
   const double timeout = (o_.mode == "cpam" ? o_.connect_timeout_ms : o_.timeout_ms) / 1e3;
   auto overlaps = [&](const Event& e) {
@@ -219,6 +244,9 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
     if (w.end >= t_begin - o_.warmup_s && w.start <= t_end)
       rot.push_back({{"start_s", w.start - t_begin}, {"end_s", w.end - t_begin}, {"flow_mods", w.flow_mods}});
   j["rotations"] = rot;
+  nlohmann::json pro = nlohmann::json::object();
+  for (const auto& [prio, n] : unsolicited_by_priority_) pro[std::to_string(prio)] = n;
+  j["proactive_flow_mods_by_priority"] = pro;
 
   nlohmann::json rfc = extra_.contains("rfc8456") ? extra_["rfc8456"] : nlohmann::json::object();
   if (o_.mode == "latency" || o_.mode == "throughput") {
@@ -248,6 +276,7 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
   }
   j["rfc8456"] = rfc;
   j["switches"] = sw;
+  j["table_check"] = table_check();
 
   if (o_.mode == "cpam") {
     nlohmann::json c;

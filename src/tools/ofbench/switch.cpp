@@ -316,6 +316,17 @@ void EmuSwitch::handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<
   (void)xid;
   ++c_.flow_mods;
   const double t = bench_.now_s();
+  using Cmd = ofp::FlowModCommand;
+  // A proactive change: an ADD that no PacketIn asked for (no in_port, no L4 ports, no
+  // buffer) and that creates an entry or changes one's actions. A re-sent identical rule is
+  // not a change. CPAM's rotations show up as bursts of these (see Bench::windows_).
+  bool proactive = false;
+  if (fm.command == Cmd::kAdd && fm.buffer_id == ofp::kNoBuffer && fm.match.find(ofp::OxmField::kInPort) == nullptr &&
+      fm.match.find(ofp::OxmField::kTcpSrc) == nullptr && fm.match.find(ofp::OxmField::kTcpDst) == nullptr &&
+      fm.match.find(ofp::OxmField::kUdpSrc) == nullptr && fm.match.find(ofp::OxmField::kUdpDst) == nullptr) {
+    const emu::FlowEntry* old = table_.find(fm.table_id, fm.priority, fm.match);
+    proactive = old == nullptr || old->instructions != fm.instructions;
+  }
   std::vector<ofp::FlowRemoved> removed;
   if (auto rej = table_.apply(fm, emu::Clock::now(), removed)) {
     ++c_.flow_mods_rejected;
@@ -326,15 +337,9 @@ void EmuSwitch::handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<
     ++c_.flow_removed;
     send(0, std::move(fr));
   }
-  using Cmd = ofp::FlowModCommand;
+  if (proactive) bench_.on_unsolicited_flow_mod(fm, t);
   if (fm.command == Cmd::kDelete || fm.command == Cmd::kDeleteStrict) return;  // buffer_id ignored (7.3.4.1)
-  if (fm.buffer_id == ofp::kNoBuffer) {
-    if (fm.command == Cmd::kAdd && fm.match.find(ofp::OxmField::kInPort) == nullptr &&
-        fm.match.find(ofp::OxmField::kTcpSrc) == nullptr && fm.match.find(ofp::OxmField::kTcpDst) == nullptr &&
-        fm.match.find(ofp::OxmField::kUdpSrc) == nullptr && fm.match.find(ofp::OxmField::kUdpDst) == nullptr)
-      bench_.on_unsolicited_flow_mod(fm, t);
-    return;
-  }
+  if (fm.buffer_id == ofp::kNoBuffer) return;
   auto it = buffers_.find(fm.buffer_id);
   if (it == buffers_.end()) {
     ++c_.buffer_unknown;
