@@ -30,6 +30,8 @@ PACKAGES=(
   # defaults need neither), the Python example app and the benchmark plot
   redis-server redis-tools postgresql python3-redis python3-matplotlib sqlite3
   # testbed and integration tests (python3: JSON checks in tests and demo)
+  # ofbench's side-by-side baseline (an OpenFlow 1.3 learning switch in C)
+  openvswitch-testcontroller
   openvswitch-switch openvswitch-common tshark ethtool iproute2 iputils-ping iputils-arping procps psmisc python3
 )
 
@@ -51,6 +53,12 @@ if ((${#missing[@]})); then
   # tshark asks whether non-root users may capture; answer no without a prompt.
   echo 'wireshark-common wireshark-common/install-setuid boolean false' | debconf-set-selections
   apt-get install -y -q --no-install-recommends "${missing[@]}"
+  # The package's service would listen on 6653 (the controller's port): ofbench starts its
+  # own ovs-testcontroller on a free port, so keep the service off.
+  if command -v systemctl >/dev/null && systemctl is-enabled openvswitch-testcontroller >/dev/null 2>&1; then
+    systemctl disable --now openvswitch-testcontroller >/dev/null 2>&1 || true
+  fi
+  pkill -x ovs-testcontroller 2>/dev/null || true
 else
   log "setup: all ${#PACKAGES[@]} packages already installed"
 fi

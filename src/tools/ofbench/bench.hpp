@@ -128,7 +128,7 @@ class EmuSwitch {
     uint64_t packet_ins = 0, flow_mods = 0, flow_mods_rejected = 0, packet_outs = 0, barriers = 0;
     uint64_t multiparts = 0, echo_requests = 0, echo_replies = 0, errors_received = 0;
     uint64_t flow_removed = 0, buffer_unknown = 0, malformed_sent = 0, decode_errors = 0;
-    uint64_t other = 0, bytes_in = 0, bytes_out = 0;
+    uint64_t other = 0, bytes_in = 0, bytes_out = 0, reconnects = 0;
   };
   const Counters& counters() const { return c_; }
   double handshake_done_s() const { return handshake_s_; }
@@ -147,12 +147,15 @@ class EmuSwitch {
   void run(const ofp::ActionList& actions, const Bytes& frame, uint32_t in_port, int depth);
   void output(uint32_t port, const Bytes& frame, uint32_t in_port, int depth);
   void send_error(uint16_t type, uint16_t code, std::span<const uint8_t> offending);
+  void lost(const std::string& why);
   uint32_t buffer(uint32_t in_port, const Bytes& frame, uint32_t event);
   void lookup_and_run(uint32_t port, const Bytes& frame, int depth);
 
   Bench& bench_;
   asio::io_context& io_;
   asio::ip::tcp::socket sock_;
+  asio::ip::tcp::endpoint ep_;
+  uint64_t gen_ = 0;  // bumped per connection: handlers of an older socket stop
   uint32_t index_;
   uint64_t dpid_;
   uint32_t n_ports_;
@@ -209,6 +212,7 @@ class Bench {
   bool is_link_port(uint32_t sw, uint32_t port) const;
   const std::vector<uint32_t>& ports_of(uint32_t sw) const { return ports_[sw]; }
   const Options& options() const { return o_; }
+  bool reconnect() const { return o_.mode != "sessions"; }  // capacity runs count a drop as a drop
   uint64_t malformed_counter() { return malformed_seq_++; }
 
  private:

@@ -112,6 +112,7 @@ nlohmann::json Bench::switch_totals() const {
     t.decode_errors += c.decode_errors;
     t.bytes_in += c.bytes_in;
     t.bytes_out += c.bytes_out;
+    t.reconnects += c.reconnects;
     flows += s->table().size();
     flows_max = std::max<uint64_t>(flows_max, s->table().size());
     connected += s->connected() ? 1 : 0;
@@ -124,7 +125,8 @@ nlohmann::json Bench::switch_totals() const {
           {"errors_received", t.errors_received}, {"flow_removed", t.flow_removed},
           {"buffer_unknown", t.buffer_unknown},   {"malformed_sent", t.malformed_sent},
           {"decode_errors", t.decode_errors},     {"bytes_from_controller", t.bytes_in},
-          {"bytes_to_controller", t.bytes_out},   {"flows_installed", flows},
+          {"bytes_to_controller", t.bytes_out},   {"reconnects", t.reconnects},
+          {"flows_installed", flows},
           {"flow_table_max", flows_max},          {"last_disconnect", last_disconnect_}};
 }
 

@@ -5,6 +5,8 @@
 #include <netinet/tcp.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "pkt/bytes.hpp"
@@ -37,9 +39,13 @@ EmuSwitch::EmuSwitch(Bench& bench, asio::io_context& io, uint32_t index, uint64_
 EmuSwitch::~EmuSwitch() { close(); }
 
 void EmuSwitch::connect(const asio::ip::tcp::endpoint& ep) {
-  sock_.async_connect(ep, [this](const asio::error_code& ec) {
+  ep_ = ep;
+  closing_ = false;
+  const uint64_t gen = ++gen_;
+  sock_.async_connect(ep, [this, gen](const asio::error_code& ec) {
+    if (gen != gen_) return;
     if (ec) {
-      bench_.on_disconnect(*this, "connect: " + ec.message());
+      lost("connect: " + ec.message());
       return;
     }
     connected_ = true;
@@ -50,8 +56,36 @@ void EmuSwitch::connect(const asio::ip::tcp::endpoint& ep) {
   });
 }
 
+// The session is gone (peer closed, error, framing): like Open vSwitch, keep the flow table
+// and try again after a second, when the bench allows it.
+void EmuSwitch::lost(const std::string& why) {
+  if (closing_) return;
+  ++gen_;  // handlers of the old socket see a new generation and stop
+  const bool was_up = connected_;
+  connected_ = false;
+  asio::error_code ignore;
+  sock_.close(ignore);
+  in_len_ = 0;
+  out_.clear();
+  write_pending_ = false;
+  buffers_.clear();
+  buffer_order_.clear();
+  by_data_.clear();
+  bench_.on_disconnect(*this, why);
+  if (!bench_.reconnect() || (!was_up && !features_sent_)) return;  // never came up: no retry
+  ++c_.reconnects;
+  auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
+  t->async_wait([this, t, gen = gen_](const asio::error_code& ec) {
+    if (!ec && gen == gen_ && !closing_) {
+      sock_ = asio::ip::tcp::socket(io_);
+      connect(ep_);
+    }
+  });
+}
+
 void EmuSwitch::close() {
   closing_ = true;
+  ++gen_;
   asio::error_code ignore;
   if (sock_.is_open()) sock_.close(ignore);
   connected_ = false;
@@ -77,12 +111,12 @@ void EmuSwitch::flush() {
   writing_.swap(out_);
   out_.clear();
   write_pending_ = true;
-  asio::async_write(sock_, asio::buffer(writing_), [this](const asio::error_code& ec, size_t) {
+  asio::async_write(sock_, asio::buffer(writing_), [this, gen = gen_](const asio::error_code& ec, size_t) {
+    if (gen != gen_) return;  // the socket it wrote to is gone
     write_pending_ = false;
     writing_.clear();
     if (ec) {
-      if (!closing_) bench_.on_disconnect(*this, "write: " + ec.message());
-      connected_ = false;
+      lost("write: " + ec.message());
       return;
     }
     flush();
@@ -92,10 +126,10 @@ void EmuSwitch::flush() {
 void EmuSwitch::read_more() {
   if (in_len_ == in_.size()) in_.resize(in_.size() * 2);
   sock_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
-                        [this](const asio::error_code& ec, size_t n) {
+                        [this, gen = gen_](const asio::error_code& ec, size_t n) {
+                          if (gen != gen_) return;
                           if (ec) {
-                            connected_ = false;
-                            if (!closing_) bench_.on_disconnect(*this, "read: " + ec.message());
+                            lost("read: " + ec.message());
                             return;
                           }
                           on_bytes(n);
@@ -112,8 +146,7 @@ void EmuSwitch::on_bytes(size_t n) {
     auto h = ofp::decode_header(rest);
     if (!h) {  // framing error: nothing after it can be trusted (STYLE.md: close)
       ++c_.decode_errors;
-      bench_.on_disconnect(*this, "framing error from the controller");
-      close();
+      lost("framing error from the controller");
       return;
     }
     if (rest.size() < h->length) break;
@@ -153,7 +186,7 @@ void EmuSwitch::handle(const ofp::Message& m, std::span<const uint8_t> raw) {
           if (b.version_bitmap != 0 && (b.version_bitmap & (1u << ofp::kVersion)) == 0) {
             send_error(ofp::err::kHelloFailed, ofp::err::kHelloIncompatible, raw);
             bench_.on_disconnect(*this, "controller does not speak OpenFlow 1.3");
-            close();
+            close();  // no retry: it will not learn 1.3 in a second
           }
         } else if constexpr (std::is_same_v<T, ofp::FeaturesRequest>) {
           ofp::FeaturesReply r;
@@ -326,6 +359,10 @@ void EmuSwitch::handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<
       fm.match.find(ofp::OxmField::kUdpSrc) == nullptr && fm.match.find(ofp::OxmField::kUdpDst) == nullptr) {
     const emu::FlowEntry* old = table_.find(fm.table_id, fm.priority, fm.match);
     proactive = old == nullptr || old->instructions != fm.instructions;
+    static const bool trace = std::getenv("OFBENCH_TRACE_PROACTIVE") != nullptr;
+    if (trace && proactive)
+      std::fprintf(stderr, "proactive t=%.3f s%u prio=%u cookie=%llx %s fields=%zu\n", t, index_ + 1, fm.priority,
+                   static_cast<unsigned long long>(fm.cookie), old ? "changed" : "new", fm.match.fields.size());
   }
   std::vector<ofp::FlowRemoved> removed;
   if (auto rej = table_.apply(fm, emu::Clock::now(), removed)) {
