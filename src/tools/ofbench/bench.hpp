@@ -142,6 +142,8 @@ class EmuSwitch {
   void on_bytes(size_t n);
   void handle(const ofp::Message& m, std::span<const uint8_t> raw);
   void handle_multipart(uint32_t xid, const ofp::MultipartRequest& r);
+  template <class Item>
+  void send_parts(uint32_t xid, ofp::MultipartType type, std::vector<Item> items, size_t per);
   void handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<const uint8_t> raw);
   void handle_packet_out(const ofp::PacketOut& po);
   void run(const ofp::ActionList& actions, const Bytes& frame, uint32_t in_port, int depth);

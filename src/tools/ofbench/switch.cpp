@@ -19,6 +19,7 @@ namespace {
 constexpr uint32_t kBuffers = 65536;       // n_buffers advertised; the oldest is dropped past it
 constexpr size_t kByDataCap = 262144;      // frame-hash correlations kept (no_buffer)
 constexpr size_t kFlowStatsPerReply = 200; // flow stats per multipart reply (stays under 64 KiB)
+constexpr size_t kPortsPerReply = 500;     // 64-byte ofp_port / 112-byte port stats: under 64 KiB
 constexpr uint32_t kCapabilities = 0x1 | 0x2 | 0x4 | 0x8;  // FLOW/TABLE/PORT/GROUP_STATS (7.3.1)
 constexpr uint16_t kBrcBufferUnknown = 8;  // OFPBRC_BUFFER_UNKNOWN (7.4.4)
 
@@ -236,6 +237,23 @@ void EmuSwitch::handle(const ofp::Message& m, std::span<const uint8_t> raw) {
       m.body);
 }
 
+// A multipart reply in parts of `per` items, OFPMPF_REPLY_MORE on all but the last (7.3.5):
+// a switch with thousands of ports or flows cannot answer in one 64 KiB message.
+template <class Item>
+void EmuSwitch::send_parts(uint32_t xid, ofp::MultipartType type, std::vector<Item> items, size_t per) {
+  size_t i = 0;
+  do {
+    const size_t end = std::min(items.size(), i + per);
+    ofp::MultipartReply part;
+    part.type = type;
+    part.flags = end < items.size() ? ofp::kMultipartMore : 0;
+    part.body = std::vector<Item>(std::make_move_iterator(items.begin() + static_cast<std::ptrdiff_t>(i)),
+                                  std::make_move_iterator(items.begin() + static_cast<std::ptrdiff_t>(end)));
+    send(xid, std::move(part));
+    i = end;
+  } while (i < items.size());
+}
+
 void EmuSwitch::handle_multipart(uint32_t xid, const ofp::MultipartRequest& r) {
   using MT = ofp::MultipartType;
   ofp::MultipartReply rep;
@@ -256,8 +274,8 @@ void EmuSwitch::handle_multipart(uint32_t xid, const ofp::MultipartRequest& r) {
         port.curr_speed = port.max_speed = 10'000'000;                 // kbps
         ports.push_back(std::move(port));
       }
-      rep.body = std::move(ports);
-      break;
+      send_parts(xid, MT::kPortDesc, std::move(ports), kPortsPerReply);
+      return;
     }
     case MT::kFlow:
     case MT::kAggregate: {
@@ -305,17 +323,7 @@ void EmuSwitch::handle_multipart(uint32_t xid, const ofp::MultipartRequest& r) {
         rep.body = agg;
         break;
       }
-      // One reply per chunk, OFPMPF_REPLY_MORE on all but the last (7.3.5).
-      for (size_t i = 0; i < all.size() || i == 0; i += kFlowStatsPerReply) {
-        ofp::MultipartReply part;
-        part.type = MT::kFlow;
-        const size_t end = std::min(all.size(), i + kFlowStatsPerReply);
-        part.flags = end < all.size() ? ofp::kMultipartMore : 0;
-        part.body = std::vector<ofp::FlowStats>(all.begin() + static_cast<std::ptrdiff_t>(i),
-                                                all.begin() + static_cast<std::ptrdiff_t>(end));
-        send(xid, std::move(part));
-        if (all.empty()) break;
-      }
+      send_parts(xid, MT::kFlow, std::move(all), kFlowStatsPerReply);
       return;
     }
     case MT::kTable: {
@@ -332,8 +340,8 @@ void EmuSwitch::handle_multipart(uint32_t xid, const ofp::MultipartRequest& r) {
         s.port_no = p;
         st.push_back(s);
       }
-      rep.body = std::move(st);
-      break;
+      send_parts(xid, MT::kPortStats, std::move(st), kPortsPerReply);
+      return;
     }
     default: {
       Bytes req;
