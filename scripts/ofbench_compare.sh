@@ -9,12 +9,13 @@
 #
 #   bash scripts/ofbench_compare.sh [--out DIR] [--hosts N] [--interval-ms T] [--duration S]
 #        [--lambda L] [--batch B] [--quick] [--skip cpam,learning,rfc]
-# Default: 500 hosts (19 switches), T = 10 s, 40 s per CPAM run. --quick: seconds per run.
+# Default: 500 hosts (19 switches), T = 10 s, Table 1 batches (20 hosts, 150 ms apart), 40 s per
+# CPAM run. --quick: seconds per run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 OUT="$SDN_ROOT/docs/ofbench"
-HOSTS=500 INTERVAL_MS=10000 DURATION=40 LAMBDA=50 BATCH=4 QUICK=0 SKIP="" EXTRA_CPAM=""
+HOSTS=500 INTERVAL_MS=10000 DURATION=40 LAMBDA=50 BATCH=20 QUICK=0 SKIP="" EXTRA_CPAM=""
 while (($#)); do
   case $1 in
     --out) OUT=$2; shift 2 ;;
