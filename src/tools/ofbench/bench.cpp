@@ -227,8 +227,8 @@ void Bench::on_disconnect(EmuSwitch& sw, const std::string& why) {
   if (!o_.quiet && disconnects_ <= 5) fmt::print(stderr, "ofbench: {}\n", last_disconnect_);
 }
 
-void Bench::on_unsolicited_flow_mod(const ofp::FlowMod& fm, double t) {
-  ++unsolicited_by_priority_[fm.priority];
+void Bench::on_unsolicited_flow_mod(uint16_t priority, double t) {
+  ++unsolicited_by_priority_[priority];
   if (!windows_.empty() && t - windows_.back().end <= o_.rotation_gap_ms / 1e3) {
     windows_.back().end = t;
     ++windows_.back().flow_mods;
@@ -380,16 +380,16 @@ void Bench::mode_lossfree() {
   bool generator_limited = false;
   auto trial = [&](double rate) {
     const size_t first = events_.size();
-    double owed = 0;
+    uint64_t made = 0;
     uint32_t next_sw = 0;
-    tick_every(0.002, [&] {
-      owed += rate * 0.002;
-      for (; owed >= 1; owed -= 1) {
+    const double t0 = now_s();
+    tick_every(0.001, [&] {  // by elapsed time: timer drift must not lower the offered rate
+      const auto due = static_cast<uint64_t>(rate * (now_s() - t0));
+      for (; made < due; ++made) {
         cbench_send(next_sw, Kind::kPacketIn);
         next_sw = (next_sw + 1) % static_cast<uint32_t>(switches_.size());
       }
     });
-    const double t0 = now_s();
     run_until([] { return false; }, o_.trial_s);
     const double t1 = now_s();
     stop_ticks();

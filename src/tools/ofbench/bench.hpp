@@ -54,6 +54,7 @@ struct Options {
   uint16_t service_port = 80;
   double connect_timeout_ms = 5000;
   double rotation_gap_ms = 1000;          // quiet time that ends a rotation window
+  uint64_t rotation_min_changes = 10;     // a smaller burst of proactive changes is no rotation
   // path
   uint32_t pairs_window = 20;             // path: concurrent first packets
   // host addressing (campus): host n -> host_base + ((n-1)/250 << 8) + (n-1)%250 + 1
@@ -150,6 +151,7 @@ class EmuSwitch {
   void output(uint32_t port, const Bytes& frame, uint32_t in_port, int depth);
   void send_error(uint16_t type, uint16_t code, std::span<const uint8_t> offending);
   void lost(const std::string& why);
+  void classify_proactive();
   uint32_t buffer(uint32_t in_port, const Bytes& frame, uint32_t event);
   void lookup_and_run(uint32_t port, const Bytes& frame, int depth);
 
@@ -178,6 +180,13 @@ class EmuSwitch {
   std::deque<uint32_t> buffer_order_;
   uint32_t next_buffer_ = 1;
   absl::flat_hash_map<uint64_t, uint32_t> by_data_;  // frame hash -> event (no_buffer)
+  struct Proactive {
+    std::optional<uint64_t> ipv4_dst;
+    uint16_t priority;
+    double t;
+  };
+  std::vector<Proactive> pending_proactive_;  // this read's candidates (classify_proactive)
+  std::vector<uint64_t> read_session_dsts_;   // ipv4_dst of this read's session FlowMods
   ofp::SwitchConfig config_;
   double echo_sent_s_ = -1, echo_rtt_ms_ = -1;
   Counters c_;
@@ -208,7 +217,7 @@ class Bench {
   void on_disconnect(EmuSwitch& sw, const std::string& why);
   void on_response(uint32_t event, double t);  // a FlowMod/PacketOut named the event's buffer/frame
   void on_packet_in_sent(EmuSwitch& sw, const Bytes& frame);
-  void on_unsolicited_flow_mod(const ofp::FlowMod& fm, double t);
+  void on_unsolicited_flow_mod(uint16_t priority, double t);
   // A frame leaves switch `sw` by `port`: to a peer switch, a host, or nowhere.
   void transmit(uint32_t sw, uint32_t port, const Bytes& frame, int depth);
   bool is_link_port(uint32_t sw, uint32_t port) const;

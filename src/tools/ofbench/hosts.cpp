@@ -353,7 +353,8 @@ void Bench::mode_cpam() {
   run_until([] { return false; }, o_.warmup_s);
   // Start in a quiet moment: the rules the controller installs as it locates hosts come as
   // one proactive burst, which must not pass for the first rotation.
-  run_until([&] { return windows_.empty() || now_s() - windows_.back().end > o_.rotation_gap_ms / 1e3; }, 30);
+  // (If the controller installs nothing proactive within 30 s, start anyway.)
+  run_until([&] { return !windows_.empty() && now_s() - windows_.back().end > o_.rotation_gap_ms / 1e3; }, 30);
   // Poisson arrivals: exponential gaps of mean 1/lambda.
   std::exponential_distribution<double> gap(std::max(o_.lambda, 1e-3));
   bool arriving = true;

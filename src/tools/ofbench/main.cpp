@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   app.add_option("--service-port", o.service_port, "cpam: TCP port the servers listen on");
   app.add_option("--connect-timeout-ms", o.connect_timeout_ms, "cpam: a connection not up by then failed");
   app.add_option("--rotation-gap-ms", o.rotation_gap_ms, "cpam: quiet time that ends a rotation window");
+  app.add_option("--rotation-min-changes", o.rotation_min_changes, "cpam: proactive changes that make a burst a rotation");
   app.add_option("--pairs-window", o.pairs_window, "path: first packets in flight")->check(CLI::Range(1u, 100000u));
   app.add_option("--host-base", o.host_base, "campus: host n gets base + ((n-1)/250 << 8) + (n-1)%250 + 1");
   app.add_option("--session-step", o.session_step, "sessions: switches added per step")->check(CLI::Range(1u, 100000u));

@@ -157,9 +157,17 @@ nlohmann::json Bench::table_check() const {
 
 nlohmann::json Bench::result_json(double t_begin, double t_end) {
   const double timeout = (o_.mode == "cpam" ? o_.connect_timeout_ms : o_.timeout_ms) / 1e3;
+  // Rotations: bursts of at least --rotation-min-changes proactive changes. Smaller ones (a
+  // rule for a host located late, say) are counted apart and tag nothing.
+  std::vector<Window> rotations;
+  uint64_t small_bursts = 0;
+  for (const auto& w : windows_) {
+    if (w.flow_mods >= o_.rotation_min_changes) rotations.push_back(w);
+    else ++small_bursts;
+  }
   auto overlaps = [&](const Event& e) {
     const double end = e.t1 >= 0 ? e.t1 : e.t0 + timeout;
-    for (const auto& w : windows_)
+    for (const auto& w : rotations)
       if (e.t0 <= w.end && end >= w.start) return true;
     return false;
   };
@@ -223,7 +231,7 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
     };
     const double s0 = t_begin + static_cast<double>(b), s1 = s0 + 1;
     bool rot = false;
-    for (const auto& w : windows_) rot = rot || (s0 <= w.end && s1 >= w.start);
+    for (const auto& w : rotations) rot = rot || (s0 <= w.end && s1 >= w.start);
     tl.push_back({{"t_s", static_cast<double>(b + 1)}, {"sent", buckets[b].sent}, {"answered", buckets[b].answered},
                   {"p50_us", q(0.5)}, {"p99_us", q(0.99)}, {"max_us", v.empty() ? nlohmann::json() : nlohmann::json(v.back())},
                   {"rotating", rot}});
@@ -242,13 +250,14 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
   j["samples"] = {{"t_s", ts}, {"latency_us", ls}, {"rotating", rs}, {"stride", stride}};
 
   nlohmann::json rot = nlohmann::json::array();
-  for (const auto& w : windows_)
+  for (const auto& w : rotations)
     if (w.end >= t_begin - o_.warmup_s && w.start <= t_end)
       rot.push_back({{"start_s", w.start - t_begin}, {"end_s", w.end - t_begin}, {"flow_mods", w.flow_mods}});
   j["rotations"] = rot;
   nlohmann::json pro = nlohmann::json::object();
   for (const auto& [prio, n] : unsolicited_by_priority_) pro[std::to_string(prio)] = n;
   j["proactive_flow_mods_by_priority"] = pro;
+  j["proactive_small_bursts"] = small_bursts;
 
   nlohmann::json rfc = extra_.contains("rfc8456") ? extra_["rfc8456"] : nlohmann::json::object();
   if (o_.mode == "latency" || o_.mode == "throughput") {

@@ -162,10 +162,21 @@ void EmuSwitch::on_bytes(size_t n) {
     off += h->length;
     if (!connected_) return;
   }
+  classify_proactive();
   if (off > 0) {
     std::memmove(in_.data(), in_.data() + off, in_len_ - off);
     in_len_ -= off;
   }
+}
+
+// After a read: proactive candidates that came in the same read as a session rule (one with
+// L4 ports) belong to that session's set-up (CPAM sends both ends' VIP rules with a session's
+// first rules), not to a rotation. The others are the controller's own changes.
+void EmuSwitch::classify_proactive() {
+  if (read_session_dsts_.empty())
+    for (const auto& c : pending_proactive_) bench_.on_unsolicited_flow_mod(c.priority, c.t);
+  pending_proactive_.clear();
+  read_session_dsts_.clear();
 }
 
 void EmuSwitch::send_error(uint16_t type, uint16_t code, std::span<const uint8_t> offending) {
@@ -382,7 +393,12 @@ void EmuSwitch::handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<
     ++c_.flow_removed;
     send(0, std::move(fr));
   }
-  if (proactive) bench_.on_unsolicited_flow_mod(fm, t);
+  if (proactive) {
+    pending_proactive_.push_back({fm.match.get(ofp::OxmField::kIpv4Dst), fm.priority, t});
+  } else if (fm.match.find(ofp::OxmField::kTcpSrc) || fm.match.find(ofp::OxmField::kTcpDst) ||
+             fm.match.find(ofp::OxmField::kUdpSrc) || fm.match.find(ofp::OxmField::kUdpDst)) {
+    if (auto d = fm.match.get(ofp::OxmField::kIpv4Dst)) read_session_dsts_.push_back(*d);
+  }
   if (fm.command == Cmd::kDelete || fm.command == Cmd::kDeleteStrict) return;  // buffer_id ignored (7.3.4.1)
   if (fm.buffer_id == ofp::kNoBuffer) return;
   auto it = buffers_.find(fm.buffer_id);
