@@ -283,7 +283,9 @@ def cpam_blocks(run):
             row += [fmt_us(c.get("p99")), fmt_us(c.get("max"))]
         rows.append(row)
     blocks.append(("table", headers, rows, set(range(1, len(headers)))))
-    note = "Switch side: PacketIn sent to reply received, as ofbench measured it"
+    note = ("Switch side, as ofbench measured it: every step of a connection that goes to the controller as a "
+            "PacketIn (the DNS query, the ARP for the VIP, the SYN), from the PacketIn to the reply it needed "
+            "(the DNS answer, the ARP reply, the SYN delivered at the server through the emulated fabric)")
     note += " (computed here from the raw samples)." if computed else "."
     if with_ctrl:
         note += " Controller side: the controller's own RPPT (controller_stats)."
@@ -434,7 +436,7 @@ def fig_rppt_cdf(runs, path):
     ax.set_xscale("log")
     log_ticks(ax.xaxis)
     ax.set_ylim(0, 1.01)
-    ax.set_xlabel("RPPT at the switch: PacketIn sent to reply received (µs, log scale)")
+    ax.set_xlabel("RPPT, switch side: PacketIn (DNS query, ARP, SYN) sent -> the reply it needed (µs, log scale)")
     ax.set_ylabel("fraction of requests answered within x")
     ax.set_title("RPPT CDF per CPAM run (solid: during rotation, dashed: quiet)")
     ax.grid(True, which="both", alpha=0.3)

@@ -334,6 +334,7 @@ class Bench {
   };
   std::vector<Window> windows_;
   uint64_t dns_changes_ = 0;
+  std::vector<double> dns_change_times_;  // when a name first resolved to a new address
   std::map<uint16_t, uint64_t> unsolicited_by_priority_;  // proactive ADDs seen, by priority
   absl::flat_hash_map<std::string, uint64_t> fail_reasons_;
 

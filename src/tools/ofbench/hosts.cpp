@@ -100,7 +100,10 @@ void Bench::host_rx(uint32_t hid, const Bytes& frame) {
       return;
     }
     c.vip = *ans->address;
-    if (auto lv = last_vip_.find(c.server); lv != last_vip_.end() && lv->second != c.vip) ++dns_changes_;
+    if (auto lv = last_vip_.find(c.server); lv != last_vip_.end() && lv->second != c.vip) {
+      ++dns_changes_;
+      dns_change_times_.push_back(now_s());
+    }
     last_vip_[c.server] = c.vip;
     if (ans->ttl > 0) h.dns[c.server] = {c.vip, now_s() + ans->ttl};
     resolve_mac(cid);

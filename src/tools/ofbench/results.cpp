@@ -165,6 +165,19 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
     if (w.flow_mods >= o_.rotation_min_changes) rotations.push_back(w);
     else ++small_bursts;
   }
+  // A rotation lasts until its new mapping is published: the first DNS answer that changed
+  // after its rules came (before the next rotation's). A controller that installs the rules
+  // at once and then stalls (cooperative) shows here: its rules at the start, the DNS change
+  // only when it has finished.
+  std::vector<double> published(rotations.size(), -1);
+  for (size_t i = 0; i < rotations.size(); ++i) {
+    const double next = i + 1 < rotations.size() ? rotations[i + 1].start : 1e300;
+    auto it = std::lower_bound(dns_change_times_.begin(), dns_change_times_.end(), rotations[i].start);
+    if (it != dns_change_times_.end() && *it < next) {
+      published[i] = *it;
+      rotations[i].end = std::max(rotations[i].end, *it);
+    }
+  }
   auto overlaps = [&](const Event& e) {
     const double end = e.t1 >= 0 ? e.t1 : e.t0 + timeout;
     for (const auto& w : rotations)
@@ -172,6 +185,12 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
     return false;
   };
   auto in_window = [&](const Event& e) { return e.t0 >= t_begin && e.t0 < t_end; };
+  // cpam: every request that goes to the controller as a PacketIn counts (the DNS query, the
+  // ARP for the VIP, the SYN), each from its PacketIn to the reply it needed. A stalled
+  // controller delays whichever step a connection is at: the DNS query, mostly.
+  auto is_main = [&](const Event& e) {
+    return e.kind == main_kind_ || (o_.mode == "cpam" && (e.kind == Kind::kDns || e.kind == Kind::kArp));
+  };
   auto answered = [&](const Event& e) { return e.t1 >= 0 && e.t1 - e.t0 <= timeout; };
 
   nlohmann::json j;
@@ -198,7 +217,7 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
   std::vector<size_t> answered_idx;
   for (size_t i = 0; i < events_.size(); ++i) {
     const Event& e = events_[i];
-    if (e.kind != main_kind_) continue;
+    if (!is_main(e)) continue;
     if (e.t1 >= t_begin && e.t1 < t_end && answered(e)) ++ok_in_window;  // throughput: answers inside
     if (!in_window(e)) continue;
     ++requests;
@@ -250,9 +269,12 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
   j["samples"] = {{"t_s", ts}, {"latency_us", ls}, {"rotating", rs}, {"stride", stride}};
 
   nlohmann::json rot = nlohmann::json::array();
-  for (const auto& w : rotations)
+  for (size_t i = 0; i < rotations.size(); ++i) {
+    const auto& w = rotations[i];
     if (w.end >= t_begin - o_.warmup_s && w.start <= t_end)
-      rot.push_back({{"start_s", w.start - t_begin}, {"end_s", w.end - t_begin}, {"flow_mods", w.flow_mods}});
+      rot.push_back({{"start_s", w.start - t_begin}, {"end_s", w.end - t_begin}, {"flow_mods", w.flow_mods},
+                     {"published_s", published[i] >= 0 ? nlohmann::json(published[i] - t_begin) : nlohmann::json()}});
+  }
   j["rotations"] = rot;
   nlohmann::json pro = nlohmann::json::object();
   for (const auto& [prio, n] : unsolicited_by_priority_) pro[std::to_string(prio)] = n;
@@ -291,17 +313,19 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
 
   if (o_.mode == "cpam") {
     nlohmann::json c;
-    std::vector<double> all, rotating, quiet, dns, arp, connect;
+    std::vector<double> all, rotating, quiet, syn, dns, arp, connect;
     uint64_t started = 0, done = 0, failed = 0, unfinished = 0;
     for (const auto& e : events_) {
       if (!in_window(e)) continue;
       const bool a = answered(e);
       const double us = (e.t1 - e.t0) * 1e6;
+      if (is_main(e) && a) {
+        all.push_back(us);
+        (overlaps(e) ? rotating : quiet).push_back(us);
+      }
       switch (e.kind) {
         case Kind::kRppt:
-          if (!a) break;
-          all.push_back(us);
-          (overlaps(e) ? rotating : quiet).push_back(us);
+          if (a) syn.push_back(us);
           break;
         case Kind::kDns:
           if (a) dns.push_back(us);
@@ -326,6 +350,7 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
       else if (!cn.done) ++unfinished;
     }
     c["rppt_us"] = {{"all", stats_json(all)}, {"rotating", stats_json(rotating)}, {"quiet", stats_json(quiet)}};
+    c["syn_us"] = stats_json(syn);
     c["dns_us"] = stats_json(dns);
     c["arp_us"] = stats_json(arp);
     c["connect_us"] = stats_json(connect);
