@@ -102,7 +102,7 @@ EOF
     start_ctl "cpam-$variant" "$port" "$BIN/sdnator" run -c "$WORK/cpam-$variant.toml" --listen "127.0.0.1:$port" \
       --stats-file "$WORK/stats-$variant.json" --log-level warn
     "$BIN/ofbench" --mode cpam --topology campus --hosts "$HOSTS" --edges "$EDGES" --aggs "$AGGS" -c "127.0.0.1:$port" \
-      --lambda "$LAMBDA" -d "$DURATION" -w 1 --pid "$CTRL_PID" --controller-stats "$WORK/stats-$variant.json" \
+      --lambda "$LAMBDA" -d "$DURATION" -w 1 --pid "$CTRL_PID" --controller-stats "$WORK/stats-$variant.json" --max-samples 20000 \
       --json "$WORK/cpam-$variant.json" -q | sed 's/^/  /'
     stop_ctl
     add_run "sdnator $variant" cpam "sdnator (topology, cpam, forwarding)" "$WORK/cpam-$variant.json"
@@ -127,7 +127,7 @@ EOF
         start_ctl "learn-$ctl" "$port" ovs-testcontroller -O OpenFlow13 "ptcp:$port:127.0.0.1"
       fi
       log "ofbench_compare: $ctl $mode ($SW switches x $MACS MACs, $LDUR s)"
-      "$BIN/ofbench" --mode "$mode" -c "127.0.0.1:$port" -s "$SW" -M "$MACS" -d "$LDUR" -w "$LWARM" --pid "$CTRL_PID" \
+      "$BIN/ofbench" --mode "$mode" -c "127.0.0.1:$port" -s "$SW" -M "$MACS" -d "$LDUR" -w "$LWARM" --pid "$CTRL_PID" --max-samples 2000 \
         --json "$WORK/learn-$ctl-$mode.json" -q | sed 's/^/  /'
       stop_ctl
       add_run "$ctl" "learning-$mode" "$ctl" "$WORK/learn-$ctl-$mode.json"
@@ -142,7 +142,7 @@ if ! skip rfc; then
     local port; port=$(free_port)
     start_ctl "rfc-$label" "$port" "$BIN/sdnator" run -c "$cfg" --listen "127.0.0.1:$port" --log-level warn
     log "ofbench_compare: rfc8456 $label"
-    "$BIN/ofbench" -c "127.0.0.1:$port" --pid "$CTRL_PID" --json "$WORK/rfc-$label.json" -q "$@" | sed 's/^/  /'
+    "$BIN/ofbench" -c "127.0.0.1:$port" --pid "$CTRL_PID" --max-samples 2000 --json "$WORK/rfc-$label.json" -q "$@" | sed 's/^/  /'
     stop_ctl
     add_run "$label" rfc8456 "sdnator" "$WORK/rfc-$label.json"
   }

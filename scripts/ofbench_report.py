@@ -325,7 +325,17 @@ def rfc8456_blocks(runs):
         row = [name]
         for r in cols:
             v = r.res["rfc8456"].get(name)
-            if isinstance(v, dict):
+            if isinstance(v, dict) and not has_stats(v):
+                # A composite figure (exception or DoS handling): its scalar parts, and any
+                # distribution inside as p50 / p99 / max.
+                parts = []
+                for k, x in v.items():
+                    if isinstance(x, dict):
+                        parts.append(f"{k} {fmt_stats3(x, lambda y: fmt_metric(y, k))}")
+                    else:
+                        parts.append(f"{k} {fmt_metric(x, k)}")
+                row.append("; ".join(parts))
+            elif isinstance(v, dict):
                 row.append(fmt_stats3(v, lambda x: fmt_metric(x, name)))
             elif v is None or num(v) is not None or isinstance(v, bool):
                 row.append(fmt_metric(v, name))

@@ -78,11 +78,12 @@ EOF
     for _ in $(seq 1 100); do [[ -n $(ss -Hltn "( sport = :$port )") ]] && break; sleep 0.1; done
     if "$BIN/ofbench" --mode cpam --topology campus --hosts "$hosts" --edges "$edges" -c "127.0.0.1:$port" \
         --lambda "$LAMBDA" -d "$dur" -w 1 --pid "$CTRL_PID" --controller-stats "$WORK/stats.json" \
-        --handshake-timeout-ms 30000 --max-samples 2000 --json "$WORK/cell.json" -q | sed 's/^/  /'; then
+        --rotation-gap-ms "$((t / 4 < 1000 ? t / 4 : 1000))" --handshake-timeout-ms 60000 --max-samples 2000 --json "$WORK/cell.json" -q | sed 's/^/  /'; then
       "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); j.pop("samples", None); j.pop("timeline", None); j["cell"]={"hosts": int(sys.argv[2]), "interval_ms": int(sys.argv[3]), "batch": int(sys.argv[4]), "batch_delay_ms": int(sys.argv[5]), "pool": int(sys.argv[6])}; print(json.dumps(j))' \
         "$WORK/cell.json" "$hosts" "$t" "$batch" "$delay" "$pool" >>"$CELLS"
     else
-      warn "cell $hosts x $t ms failed"
+      warn "cell $hosts x $t ms failed; controller log:"
+      tail -5 "$WORK/sdnator-$hosts-$t.log" >&2 || true
       printf '{"cell": {"hosts": %d, "interval_ms": %d}, "error": "ofbench failed"}\n' "$hosts" "$t" >>"$CELLS"
     fi
     kill "$CTRL_PID" 2>/dev/null || true; wait "$CTRL_PID" 2>/dev/null || true; CTRL_PID=""
