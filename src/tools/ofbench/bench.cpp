@@ -128,8 +128,7 @@ void Bench::build_topology() {
     throw std::invalid_argument("unknown topology '" + o_.topology + "' (independent | campus)");
   }
   for (uint32_t i = 0; i < ports_.size(); ++i)
-    switches_.push_back(std::make_unique<EmuSwitch>(*this, *ios_[0], i, 0x0000'0000'0000'0000ULL + i + 1,
-                                                    static_cast<uint32_t>(ports_[i].size())));
+    switches_.push_back(std::make_unique<EmuSwitch>(*this, *ios_[0], i, uint64_t{i} + 1));
 }
 
 void Bench::write_hosts_file() const {

@@ -103,7 +103,7 @@ class Bench;
 // One emulated switch: an OpenFlow 1.3 session to the controller and a datapath.
 class EmuSwitch {
  public:
-  EmuSwitch(Bench& bench, asio::io_context& io, uint32_t index, uint64_t dpid, uint32_t n_ports);
+  EmuSwitch(Bench& bench, asio::io_context& io, uint32_t index, uint64_t dpid);  // ports: Bench::ports_of
   ~EmuSwitch();
 
   void connect(const asio::ip::tcp::endpoint& ep);
@@ -162,7 +162,6 @@ class EmuSwitch {
   uint64_t gen_ = 0;  // bumped per connection: handlers of an older socket stop
   uint32_t index_;
   uint64_t dpid_;
-  uint32_t n_ports_;
   bool connected_ = false, features_sent_ = false, closing_ = false;
   double handshake_s_ = -1;
   Bytes in_;

@@ -31,8 +31,8 @@ uint64_t frame_hash(std::span<const uint8_t> b) {  // FNV-1a: correlation, not s
 
 }  // namespace
 
-EmuSwitch::EmuSwitch(Bench& bench, asio::io_context& io, uint32_t index, uint64_t dpid, uint32_t n_ports)
-    : bench_(bench), io_(io), sock_(io), index_(index), dpid_(dpid), n_ports_(n_ports),
+EmuSwitch::EmuSwitch(Bench& bench, asio::io_context& io, uint32_t index, uint64_t dpid)
+    : bench_(bench), io_(io), sock_(io), index_(index), dpid_(dpid),
       table_(bench.options().max_flows_per_switch) {
   in_.resize(256 * 1024);
 }
