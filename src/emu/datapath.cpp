@@ -109,6 +109,13 @@ bool at_least_as_specific(const ofp::Match& entry, const ofp::Match& req) {
   return true;
 }
 
+// The out_port filter of deletes and stats requests (7.3.4.1, 7.3.5.2): OFPP_ANY = no filter.
+bool outputs_to(const FlowEntry& e, uint32_t out_port) {
+  if (out_port == ofp::port::kAny) return true;
+  const auto ports = e.output_ports();
+  return std::find(ports.begin(), ports.end(), out_port) != ports.end();
+}
+
 // OXM prerequisites (7.2.3.6): the switch rejects a match that lacks them.
 const char* missing_prerequisite(const ofp::Match& m) {
   auto type = m.get(OxmField::kEthType);
@@ -338,6 +345,13 @@ ofp::FlowRemoved removed_message(const FlowEntry& e, uint8_t reason, Clock::time
 
 }  // namespace
 
+bool FlowTable::selects(const FlowEntry& e, uint8_t table_id, uint64_t cookie, uint64_t cookie_mask, uint32_t out_port,
+                        const ofp::Match& match) {
+  if (table_id != ofp::kTableAll && e.table_id != table_id) return false;
+  if (((e.cookie ^ cookie) & cookie_mask) != 0) return false;
+  return outputs_to(e, out_port) && at_least_as_specific(e.match, match);
+}
+
 const FlowEntry* FlowTable::find(uint8_t table_id, uint16_t priority, const ofp::Match& match) const {
   auto it = index_.find(identity(table_id, priority, match));
   return it == index_.end() ? nullptr : &entries_[it->second];
@@ -382,6 +396,7 @@ std::optional<Rejection> FlowTable::apply(const ofp::FlowMod& fm, Clock::time_po
     if (strict) return e.priority == fm.priority && identical(e.match, fm.match);
     return at_least_as_specific(e.match, fm.match);
   };
+
   switch (fm.command) {
     case Cmd::kAdd: {
       if (fm.table_id == ofp::kTableAll) return Rejection{ofp::err::kFlowModFailed, 2, "flow_mod add to OFPTT_ALL"};  // OFPFMFC_BAD_TABLE_ID
@@ -415,13 +430,7 @@ std::optional<Rejection> FlowTable::apply(const ofp::FlowMod& fm, Clock::time_po
     case Cmd::kDeleteStrict: {
       std::vector<bool> gone(entries_.size(), false);
       for (size_t i = 0; i < entries_.size(); ++i) {
-        const FlowEntry& e = entries_[i];
-        if (!selected(e)) continue;
-        if (fm.out_port != ofp::port::kAny) {
-          auto ports = e.output_ports();
-          if (std::find(ports.begin(), ports.end(), fm.out_port) == ports.end()) continue;
-        }
-        gone[i] = true;
+        if (selected(entries_[i]) && outputs_to(entries_[i], fm.out_port)) gone[i] = true;
       }
       remove_marked(gone, kRemovedDelete, now, removed);
       return std::nullopt;

@@ -69,6 +69,12 @@ class FlowTable {
   // Removes entries whose idle or hard timeout has passed (FlowRemoved as for deletes).
   void expire(Clock::time_point now, std::vector<ofp::FlowRemoved>& removed);
 
+  // Non-strict selection (6.4, and flow/aggregate stats requests, 7.3.5.2): the entry is in
+  // `table_id` (or it is OFPTT_ALL), its cookie matches under `cookie_mask`, it outputs to
+  // `out_port` (unless OFPP_ANY), and its match is `match` or more specific.
+  static bool selects(const FlowEntry& e, uint8_t table_id, uint64_t cookie, uint64_t cookie_mask, uint32_t out_port,
+                      const ofp::Match& match);
+
   // The entry an ADD of (table_id, priority, match) would replace, or nullptr.
   const FlowEntry* find(uint8_t table_id, uint16_t priority, const ofp::Match& match) const;
 

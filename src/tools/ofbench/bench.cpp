@@ -318,6 +318,32 @@ void Bench::learn_phase() {
       3.0);
 }
 
+// Keeps `per_switch` PacketIns in flight on each switch from `first_sw` on: an answer or a
+// timeout (a lost request) sends the next one while `sending`. Installs on_complete_ and a
+// tick; the caller clears both (stop_ticks, on_complete_ = nullptr) before `sending` dies.
+void Bench::keep_windows_full(uint32_t first_sw, uint32_t per_switch, bool fresh_ip, const bool& sending) {
+  on_complete_ = [this, fresh_ip, &sending](uint32_t ev) {
+    const Event& e = events_[ev - 1];
+    if (e.kind != Kind::kPacketIn) return;
+    const uint32_t sw = e.sw;
+    auto& q = outstanding_[sw];
+    if (auto it = std::find(q.begin(), q.end(), ev); it != q.end()) q.erase(it);
+    if (sending) cbench_send(sw, Kind::kPacketIn, fresh_ip);
+  };
+  for (uint32_t sw = first_sw; sw < switches_.size(); ++sw)
+    for (uint32_t i = 0; i < per_switch; ++i) cbench_send(sw, Kind::kPacketIn, fresh_ip);
+  tick_every(0.05, [this, first_sw, fresh_ip, &sending] {
+    const double cutoff = now_s() - o_.timeout_ms / 1e3;
+    for (uint32_t sw = first_sw; sw < switches_.size(); ++sw) {
+      auto& q = outstanding_[sw];
+      while (!q.empty() && events_[q.front() - 1].t0 < cutoff) {
+        q.pop_front();
+        if (sending) cbench_send(sw, Kind::kPacketIn, fresh_ip);
+      }
+    }
+  });
+}
+
 void Bench::mode_cbench(bool throughput) {
   connect_all();
   if (!wait_connected(o_.handshake_timeout_ms / 1e3)) throw std::runtime_error("switches did not connect: " + last_disconnect_);
@@ -326,26 +352,7 @@ void Bench::mode_cbench(bool throughput) {
   const bool dos = o_.dos_rate > 0;
   const uint32_t first_driver = dos ? 1 : 0;
   bool sending = true;
-  on_complete_ = [&](uint32_t ev) {
-    const Event& e = events_[ev - 1];
-    if (e.kind != Kind::kPacketIn) return;
-    auto& q = outstanding_[e.sw];
-    if (auto it = std::find(q.begin(), q.end(), ev); it != q.end()) q.erase(it);
-    if (sending) cbench_send(e.sw, Kind::kPacketIn);
-  };
-  for (uint32_t sw = first_driver; sw < switches_.size(); ++sw)
-    for (uint32_t i = 0; i < per_switch; ++i) cbench_send(sw, Kind::kPacketIn);
-  // Lost requests: replaced so the window stays full.
-  tick_every(0.05, [&] {
-    const double cutoff = now_s() - o_.timeout_ms / 1e3;
-    for (uint32_t sw = first_driver; sw < switches_.size(); ++sw) {
-      auto& q = outstanding_[sw];
-      while (!q.empty() && events_[q.front() - 1].t0 < cutoff) {
-        q.pop_front();
-        if (sending) cbench_send(sw, Kind::kPacketIn);
-      }
-    }
-  });
+  keep_windows_full(first_driver, per_switch, false, sending);
   if (dos) {
     // Switch 1 floods: fresh flows at dos_rate, as long as its socket keeps up.
     tick_every(0.01, [&] {
@@ -488,25 +495,7 @@ void Bench::mode_table() {
   learn_phase();
   const uint32_t per_switch = std::max<uint32_t>(o_.window, 1);
   bool sending = true;
-  on_complete_ = [&](uint32_t ev) {
-    const Event& e = events_[ev - 1];
-    if (e.kind != Kind::kPacketIn) return;
-    auto& q = outstanding_[e.sw];
-    if (auto it = std::find(q.begin(), q.end(), ev); it != q.end()) q.erase(it);
-    if (sending) cbench_send(e.sw, Kind::kPacketIn, true);
-  };
-  for (uint32_t sw = 0; sw < switches_.size(); ++sw)
-    for (uint32_t i = 0; i < per_switch; ++i) cbench_send(sw, Kind::kPacketIn, true);
-  tick_every(0.05, [&] {
-    const double cutoff = now_s() - o_.timeout_ms / 1e3;
-    for (uint32_t sw = 0; sw < switches_.size(); ++sw) {
-      auto& q = outstanding_[sw];
-      while (!q.empty() && events_[q.front() - 1].t0 < cutoff) {
-        q.pop_front();
-        if (sending) cbench_send(sw, Kind::kPacketIn, true);
-      }
-    }
-  });
+  keep_windows_full(0, per_switch, true, sending);
   measure_begin_ = now_s();
   uint64_t best = 0;
   double best_at = now_s();

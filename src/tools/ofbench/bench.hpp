@@ -254,6 +254,7 @@ class Bench {
   // cbench helpers
   Bytes cbench_frame(uint32_t sw, uint64_t k, bool fresh_ip);
   void cbench_send(uint32_t sw, Kind kind, bool fresh_ip = false);
+  void keep_windows_full(uint32_t first_sw, uint32_t per_switch, bool fresh_ip, const bool& sending);
 
   // hosts
   void host_rx(uint32_t host, const Bytes& frame);

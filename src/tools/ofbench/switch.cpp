@@ -295,21 +295,8 @@ void EmuSwitch::handle_multipart(uint32_t xid, const ofp::MultipartRequest& r) {
       ofp::AggregateStats agg;
       const auto now = emu::Clock::now();
       for (const auto& e : table_.entries()) {
-        if (q != nullptr) {
-          if (q->table_id != ofp::kTableAll && e.table_id != q->table_id) continue;
-          if (((e.cookie ^ q->cookie) & q->cookie_mask) != 0) continue;
-          if (q->out_port != ofp::port::kAny) {
-            auto ports = e.output_ports();
-            if (std::find(ports.begin(), ports.end(), q->out_port) == ports.end()) continue;
-          }
-          bool covered = true;  // non-strict: the entry is at least as specific as the request
-          for (const auto& f : q->match.fields) {
-            const auto* ef = e.match.find(f.field);
-            const uint64_t mask = f.mask.value_or(~0ULL);
-            if (ef == nullptr || ((ef->value ^ f.value) & mask) != 0) covered = false;
-          }
-          if (!covered) continue;
-        }
+        if (q != nullptr && !emu::FlowTable::selects(e, q->table_id, q->cookie, q->cookie_mask, q->out_port, q->match))
+          continue;
         ++agg.flow_count;
         agg.packet_count += e.packet_count;
         agg.byte_count += e.byte_count;
