@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <thread>
@@ -288,19 +289,52 @@ std::string ipv4_text(uint32_t host_order) {
 }  // namespace
 
 int run_scan(const ScanOpts& o) {
-  Cidr cidr;
-  if (auto e = parse_cidr(o.cidr, cidr); !e.empty()) {
-    std::cerr << "scan: " << e << '\n';
+  // The addresses to probe, in order: every address of CIDR, or the lines of --targets (a list a
+  // previous scan printed, to see which of its finds are still alive).
+  std::vector<uint32_t> addrs;
+  if (o.cidr.empty() == o.targets.empty()) {
+    std::cerr << "scan: give either CIDR or --targets FILE\n";
     return kExitUsage;
   }
-  if (cidr.size() > 65536) {
-    std::cerr << fmt::format("scan: {} has {} addresses; at most 65536 (a /16) per scan\n", o.cidr,
-                             cidr.size());
-    return kExitUsage;
+  if (!o.cidr.empty()) {
+    Cidr cidr;
+    if (auto e = parse_cidr(o.cidr, cidr); !e.empty()) {
+      std::cerr << "scan: " << e << '\n';
+      return kExitUsage;
+    }
+    if (cidr.size() > 65536) {
+      std::cerr << fmt::format("scan: {} has {} addresses; at most 65536 (a /16) per scan\n", o.cidr,
+                               cidr.size());
+      return kExitUsage;
+    }
+    for (uint64_t i = 0; i < cidr.size(); ++i) addrs.push_back(cidr.base + static_cast<uint32_t>(i));
+  } else {
+    std::ifstream in(o.targets);
+    if (!in) {
+      std::cerr << "scan: --targets " << o.targets << ": cannot open\n";
+      return kExitUsage;
+    }
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      const auto b = line.find_first_not_of(" \t\r");
+      if (b == std::string::npos || line[b] == '#') continue;
+      const auto e = line.find_first_of(" \t\r#", b);
+      const std::string text = line.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      in_addr a{};
+      if (::inet_pton(AF_INET, text.c_str(), &a) != 1) {
+        std::cerr << fmt::format("scan: --targets {} line {}: '{}' is not an IPv4 address\n", o.targets, n, text);
+        return kExitUsage;
+      }
+      addrs.push_back(ntohl(a.s_addr));
+    }
+    if (addrs.size() > 65536) {
+      std::cerr << fmt::format("scan: --targets {} has {} addresses; at most 65536\n", o.targets, addrs.size());
+      return kExitUsage;
+    }
   }
   install_stop_handlers();
   raise_fd_limit();
-  const auto total = static_cast<uint32_t>(cidr.size());
+  const auto total = static_cast<uint32_t>(addrs.size());
   std::vector<ScanState> state(total, ScanState::kPending);
   std::vector<float> took_ms(total, 0);
   std::map<std::string, uint64_t> error_kinds;
@@ -329,7 +363,7 @@ int run_scan(const ScanOpts& o) {
       sockaddr_in to{};
       to.sin_family = AF_INET;
       to.sin_port = htons(o.port);
-      to.sin_addr.s_addr = htonl(cidr.base + next);
+      to.sin_addr.s_addr = htonl(addrs[next]);
       Probe p;
       p.index = next;
       p.started = Clock::now();
@@ -396,13 +430,14 @@ int run_scan(const ScanOpts& o) {
     ++counts[scan_state_name(state[i])];
     if (state[i] != ScanState::kOpen && state[i] != ScanState::kRefused) continue;
     ++alive;
-    const std::string a = ipv4_text(cidr.base + i);
+    const std::string a = ipv4_text(addrs[i]);
     std::cout << a << '\n';
     alive_rows.push_back({{"address", a}, {"state", scan_state_name(state[i])}, {"ms", round3(took_ms[i])}});
   }
   std::cout.flush();
   auto count_of = [&](const char* k) { return counts.count(k) ? counts[k] : 0; };
-  nlohmann::json doc = {{"cidr", o.cidr},
+  nlohmann::json doc = {{"cidr", o.cidr.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.cidr)},
+                        {"targets", o.targets.empty() ? nlohmann::json(nullptr) : nlohmann::json(o.targets)},
                         {"port", o.port},
                         {"addresses", total},
                         {"timeout_ms", o.timeout_ms},
@@ -421,7 +456,7 @@ int run_scan(const ScanOpts& o) {
   std::cerr << fmt::format(
                    "scan {} port {}: {} of {} addresses alive ({} open, {} refused), {} silent, {} "
                    "unreachable, {} errors; {:.2f} s (timeout {} ms, {} in parallel){}",
-                   o.cidr, o.port, alive, total, count_of("open"), count_of("refused"), count_of("silent"),
+                   o.cidr.empty() ? o.targets : o.cidr, o.port, alive, total, count_of("open"), count_of("refused"), count_of("silent"),
                    count_of("unreachable"), count_of("error"), elapsed_s, o.timeout_ms, o.parallel,
                    interrupted ? fmt::format("; interrupted, {} not scanned", count_of("pending")) : "")
             << std::endl;

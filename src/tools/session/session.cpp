@@ -6,8 +6,10 @@
 #include "tools/session/session.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
 #include "tools/session/net.hpp"
 
@@ -139,10 +141,14 @@ int main(int argc, char** argv) {
   ScanOpts scan;
   auto* sc =
       app.add_subcommand("scan",
-                         "TCP connect scan of every address of CIDR (at most a /16); alive = SYN-ACK or RST. "
+                         "TCP connect scan of every address of CIDR (at most a /16), or of the addresses listed in "
+                         "--targets; alive = SYN-ACK or RST. "
                          "Alive addresses on stdout, the summary on stderr");
-  sc->add_option("cidr", scan.cidr, "a.b.c.d/len")->required();
-  sc->add_option("port", scan.port, "TCP port")->required()->check(port_range(1));
+  std::vector<std::string> scan_args;
+  sc->add_option("args", scan_args, "CIDR PORT (a.b.c.d/len and a TCP port), or just PORT with --targets")
+      ->required()
+      ->expected(1, 2);
+  sc->add_option("--targets", scan.targets, "a file with one IPv4 address per line (# comments), instead of CIDR");
   sc->add_option("--timeout-ms", scan.timeout_ms, "per address")
       ->check(CLI::Range(1, 600'000))
       ->capture_default_str();
@@ -172,7 +178,24 @@ int main(int argc, char** argv) {
   if (c->parsed()) return run_churn(churn);
   if (u->parsed()) return run_udp(udp);
   if (r->parsed()) return run_resolve(res);
-  if (sc->parsed()) return run_scan(scan);
+  if (sc->parsed()) {
+    // CIDR PORT, or PORT alone with --targets.
+    if (scan_args.size() != (scan.targets.empty() ? 2U : 1U)) {
+      std::cerr << "scan: expected " << (scan.targets.empty() ? "CIDR PORT" : "only PORT with --targets") << "\n\n"
+                << sc->help();
+      return kExitUsage;
+    }
+    if (scan_args.size() == 2) scan.cidr = scan_args.front();
+    const std::string& port = scan_args.back();
+    char* end = nullptr;
+    const long p = std::strtol(port.c_str(), &end, 10);
+    if (port.empty() || *end != '\0' || p < 1 || p > 65535) {
+      std::cerr << "scan: port '" << port << "' is not in 1..65535\n\n" << sc->help();
+      return kExitUsage;
+    }
+    scan.port = static_cast<uint16_t>(p);
+    return run_scan(scan);
+  }
   std::cerr << app.help();
   return kExitUsage;
 }

@@ -65,7 +65,8 @@ struct ResolveOpts {
 int run_resolve(const ResolveOpts& o);
 
 struct ScanOpts {
-  std::string cidr;
+  std::string cidr;     // or
+  std::string targets;  // a file of addresses, one per line
   uint16_t port = 0;
   int timeout_ms = 500;
   int parallel = 64;

@@ -119,6 +119,17 @@ expect "$WORK/scan.json" .refused -eq 7
 [[ $(wc -l <"$WORK/scan.out") -eq 8 ]] || fail "scan printed $(wc -l <"$WORK/scan.out") addresses, expected 8"
 grep -qx 127.0.0.3 "$WORK/scan.out" || fail "scan output lacks 127.0.0.3"
 
+step "scan --targets (the list a scan printed, plus a comment, a blank line and 127.0.0.9)"
+{ echo "# found earlier"; head -n 3 "$WORK/scan.out"; echo; echo "127.0.0.3  # the server"; } >"$WORK/targets.txt"
+run_rc 0 "$BIN" scan --targets "$WORK/targets.txt" "$TCP_B" --timeout-ms 500 --json "$WORK/rescan.json" >"$WORK/rescan.out"
+expect "$WORK/rescan.json" .addresses -eq 4
+expect "$WORK/rescan.json" .alive -eq 4
+expect "$WORK/rescan.json" .open -eq 1
+echo "10.0.0.300" >"$WORK/bad-targets.txt"
+run_rc 2 "$BIN" scan --targets "$WORK/bad-targets.txt" "$TCP_B"
+run_rc 2 "$BIN" scan --targets "$WORK/targets.txt" 127.0.0.0/29 "$TCP_B"
+run_rc 2 "$BIN" scan 127.0.0.0/29
+
 step "failures and usage errors"
 run_rc 1 "$BIN" hold 127.0.0.1 "$TCP_B" --duration 1 --json "$WORK/refused.json"   # b listens on 127.0.0.3 only
 expect "$WORK/refused.json" .error == refused
