@@ -32,6 +32,8 @@ PACKAGES=(
   # testbed and integration tests (python3: JSON checks in tests and demo)
   # ofbench's side-by-side baseline (an OpenFlow 1.3 learning switch in C)
   openvswitch-testcontroller
+  # eval/: the paper's traffic generators (iperf3) and the reconnaissance scanner (nmap)
+  iperf3 nmap
   openvswitch-switch openvswitch-common tshark ethtool iproute2 iputils-ping iputils-arping procps psmisc python3
 )
 
