@@ -48,11 +48,11 @@ GRACE_ACCEPT_MS = 5000   # [cpam] grace_accept_ms default: a retired VIP binds n
 
 # Scales: "small" is what CI runs (correctness only), "paper" the paper's configuration.
 SCALES = {
-    "small": dict(hosts=16, runs=1, interval_ms=10000, settle_s=2, udp_s=3, udp_mbps=1.0, icmp_count=5,
+    "small": dict(hosts=16, runs=1, interval_ms=10000, settle_s=2, udp_s=3, udp_spread_s=1, udp_mbps=1.0, icmp_count=5, icmp_spread_s=2,
                   tcp_s=2, tcp_single=2, tcp_single_s=1, continuity_extra_s=5, churn_s=6, churn_rate=2.0,
                   effect_intervals=[10000, 5000]),
-    "paper": dict(hosts=500, runs=10, interval_ms=60000, settle_s=5, udp_s=10, udp_mbps=1.0, icmp_count=5,
-                  tcp_s=5, tcp_single=3, tcp_single_s=2, continuity_extra_s=8, churn_s=20, churn_rate=1.0,
+    "paper": dict(hosts=500, runs=10, interval_ms=60000, settle_s=5, udp_s=10, udp_spread_s=5, udp_mbps=0.2, icmp_count=5, icmp_spread_s=10,
+                  tcp_s=4, tcp_single=2, tcp_single_s=2, continuity_extra_s=8, churn_s=20, churn_rate=0.25,
                   effect_intervals=[60000, 20000, 10000]),
 }
 
@@ -211,8 +211,6 @@ class ProcSampler(threading.Thread):
         self.join(timeout=3)
 
 
-FLOW_KEY_DROP = re.compile(r"(duration|n_packets|n_bytes|idle_age|hard_age)=[^,]*,?\s*")
-FLOW_DURATION = re.compile(r"duration=([\d.]+)s")
 
 
 class FlowSampler(threading.Thread):
@@ -239,14 +237,16 @@ class FlowSampler(threading.Thread):
             prev_t, prev_keys = self.prev[b]
             keys = set()
             for line in r.stdout.splitlines():
-                if "duration=" not in line:
+                # " cookie=C, duration=D s, table=T, n_packets=.., ..., priority=P,MATCH actions=A"
+                i, j = line.find("duration="), line.find("priority=")
+                if i < 0:
                     continue
-                key = FLOW_KEY_DROP.sub("", line.strip())
+                key = line[:i] + (line[j:] if j >= 0 else line[line.find("table="):])
                 keys.add(key)
-                m = FLOW_DURATION.search(line)
-                dur = float(m.group(1)) if m else 0.0
-                if prev_t is not None and (key not in prev_keys or dur < t - prev_t):
-                    new += 1
+                if prev_t is not None:
+                    k = line.find("s,", i)
+                    if key not in prev_keys or float(line[i + 9:k]) < t - prev_t:
+                        new += 1
             total += len(keys)
             self.prev[b] = (t, keys)
         return total, new
@@ -453,10 +453,14 @@ def iperf_json(path):
 
 
 def phase_udp(c, d, cfg):
-    cmds = [(netns(c.ns(a), "iperf3", "-c", f"{b}.{ZONE}", "-p", IPERF_PORT, "-u", "-b", f"{cfg.udp_mbps}M",
-                   "-l", 1000, "-t", cfg.udp_s, "--connect-timeout", 3000, "--json"),
-             os.path.join(d, f"udp.{a}.json")) for a, b in c.pairs]
-    run_parallel(cmds, len(cmds), timeout=cfg.udp_s + 60)
+    # Starts spread over udp_spread_s (250 iperf3 control connections at once are a setup burst
+    # of their own); the streams then overlap for most of their udp_s.
+    step = cfg.udp_spread_s / max(1, len(c.pairs))
+    cmds = [(netns(c.ns(a), "sh", "-c", 'sleep "$1"; shift; exec "$@"', "sh", f"{i * step:.3f}", "iperf3", "-c",
+                   f"{b}.{ZONE}", "-p", IPERF_PORT, "-u", "-b", f"{cfg.udp_mbps}M", "-l", 1000, "-t", cfg.udp_s,
+                   "--connect-timeout", 3000, "--json"),
+             os.path.join(d, f"udp.{a}.json")) for i, (a, b) in enumerate(c.pairs)]
+    run_parallel(cmds, len(cmds), timeout=cfg.udp_spread_s + cfg.udp_s + 60)
     rows = []
     for a, b in c.pairs:
         j = iperf_json(os.path.join(d, f"udp.{a}.json")) or {}
@@ -475,11 +479,14 @@ PING_LINE = re.compile(r"icmp_seq=(\d+) .*time=([\d.]+) ms")
 
 
 def phase_icmp(c, d, cfg):
-    script = (f'v=$({shlex.quote(cfg.session)} resolve "$1" --count 1 2>/dev/null) || {{ echo RESOLVE_FAILED; exit 1; }}; '
+    # The pairs start spread evenly over icmp_spread_s (each one resolves, then pings right away),
+    # so the first echo measures a reactive setup at a steady arrival rate, not a 250-setup burst.
+    step = cfg.icmp_spread_s / max(1, len(c.pairs))
+    script = (f'sleep "$2"; v=$({shlex.quote(cfg.session)} resolve "$1" --count 1 2>/dev/null) || {{ echo RESOLVE_FAILED; exit 1; }}; '
               f'v=${{v%% *}}; echo "VIP=$v"; exec ping -n -c {cfg.icmp_count} -i 0.2 -W 2 "$v"')
-    cmds = [(netns(c.ns(a), "sh", "-c", script, "sh", f"{b}.{ZONE}"), os.path.join(d, f"icmp.{a}.txt"))
-            for a, b in c.pairs]
-    run_parallel(cmds, len(cmds), timeout=cfg.icmp_count * 0.2 + 30)
+    cmds = [(netns(c.ns(a), "sh", "-c", script, "sh", f"{b}.{ZONE}", f"{i * step:.3f}"), os.path.join(d, f"icmp.{a}.txt"))
+            for i, (a, b) in enumerate(c.pairs)]
+    run_parallel(cmds, len(cmds), timeout=cfg.icmp_spread_s + cfg.icmp_count * 0.2 + 30)
     rows = []
     for a, b in c.pairs:
         vip, rtt = None, {}
@@ -654,6 +661,15 @@ def run_once(cfg, mode, k, out):
         phase("udp", lambda: phase_udp(c, d, cfg))
         phase("icmp", lambda: phase_icmp(c, d, cfg))
         phase("tcp", lambda: phase_tcp(c, d, cfg))
+        # The sessions must span a rotation: they last until continuity_extra_s after the next
+        # publish (rotations are periodic: the last publish + the interval), at most an interval
+        # + continuity_extra_s when none was seen yet.
+        rots = c.rotations(t0_wall)
+        if rots:
+            nxt = rots[-1]["t_s"] + cfg.interval_ms / 1000 - (time.time() - t0_wall)
+            while nxt < 2:
+                nxt += cfg.interval_ms / 1000
+            continuity_s = int(math.ceil(nxt + rots[-1]["took_ms"] / 1000 + cfg.continuity_extra_s))
         phase("continuity", lambda: phase_continuity(c, d, cfg, continuity_s))
         phase("churn", lambda: phase_churn(c, d, cfg, t0))
         sampler.stop()
@@ -980,7 +996,7 @@ def run_all(cfg, out):
               "modes": cfg.modes, "runs": cfg.runs, "hosts": cfg.hosts, "pairs": cfg.hosts // 2,
               "campus": {"cores": cfg.cores, "aggs": cfg.aggs, "edges": cfg.edges, "dual_homed": True},
               "interval_ms": cfg.interval_ms,
-              "phase": {k: getattr(cfg, k) for k in ("settle_s", "udp_s", "udp_mbps", "icmp_count", "tcp_s", "tcp_single",
+              "phase": {k: getattr(cfg, k) for k in ("settle_s", "udp_s", "udp_spread_s", "udp_mbps", "icmp_count", "icmp_spread_s", "tcp_s", "tcp_single",
                                                      "tcp_single_s", "continuity_extra_s", "churn_s", "churn_rate")},
               "effect_intervals_ms": [] if cfg.no_effect else cfg.effect_intervals,
               "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "ovs": ovs,
