@@ -34,7 +34,6 @@ import re
 import shlex
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -265,39 +264,6 @@ class FlowSampler(threading.Thread):
         self.snapshots.append([round(time.monotonic() - self.t0, 3), total, new])
 
 
-def dns_query_a(name, server=DNS_IP, timeout=1.0):
-    """One A query (RFC 1035) over UDP; returns the addresses or []."""
-    qid = random.randrange(65536)
-    q = struct.pack("!HHHHHH", qid, 0x0100, 1, 0, 0, 0)
-    q += b"".join(bytes([len(p)]) + p.encode() for p in name.split(".")) + b"\0" + struct.pack("!HH", 1, 1)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.settimeout(timeout)
-        s.sendto(q, (server, 53))
-        data = s.recv(2048)
-    rid, flags, qd, an = struct.unpack("!HHHH", data[:8])
-    if rid != qid or flags & 0xF:
-        return []
-    i = 12
-    for _ in range(qd):
-        while data[i]:
-            i += data[i] + 1
-        i += 5
-    out = []
-    for _ in range(an):
-        if data[i] & 0xC0 == 0xC0:
-            i += 2
-        else:
-            while data[i]:
-                i += data[i] + 1
-            i += 1
-        rtype, _, _, rdlen = struct.unpack("!HHIH", data[i:i + 10])
-        i += 10
-        if rtype == 1 and rdlen == 4:
-            out.append(socket.inet_ntoa(data[i:i + 4]))
-        i += rdlen
-    return out
-
-
 class Controller:
     """One sdnator on a fresh testbed: up, config, start, discovery, teardown."""
 
@@ -456,8 +422,12 @@ def phase_udp(c, d, cfg):
     # Starts spread over udp_spread_s (250 iperf3 control connections at once are a setup burst
     # of their own); the streams then overlap for most of their udp_s.
     step = cfg.udp_spread_s / max(1, len(c.pairs))
+    # iperf3 wakes every --pacing-timer us (default 1000) to send what its budget allows: 250
+    # clients at the default are 250,000 wake-ups a second, enough to starve the 2-core machine
+    # (and with it the switches' LLDP). One wake-up per datagram is all a constant rate needs.
+    pacing_us = int(min(100000, max(1000, 1000 * 8 / (cfg.udp_mbps * 1e6) * 1e6)))
     cmds = [(netns(c.ns(a), "sh", "-c", 'sleep "$1"; shift; exec "$@"', "sh", f"{i * step:.3f}", "iperf3", "-c",
-                   f"{b}.{ZONE}", "-p", IPERF_PORT, "-u", "-b", f"{cfg.udp_mbps}M", "-l", 1000, "-t", cfg.udp_s,
+                   f"{b}.{ZONE}", "-p", IPERF_PORT, "-u", "-b", f"{cfg.udp_mbps}M", "-l", 1000, "-t", cfg.udp_s, "--pacing-timer", pacing_us,
                    "--connect-timeout", 3000, "--json"),
              os.path.join(d, f"udp.{a}.json")) for i, (a, b) in enumerate(c.pairs)]
     run_parallel(cmds, len(cmds), timeout=cfg.udp_spread_s + cfg.udp_s + 60)
@@ -707,6 +677,8 @@ def run_once(cfg, mode, k, out):
             "rotations": rots,
             "phase_windows": rel,
             "counters": {k2: v for k2, v in stats.get("apps", {}).get("cpam", {}).items() if isinstance(v, int)},
+            "topology": {k2: stats.get("apps", {}).get("topology", {}).get(k2)
+                         for k2 in ("link_timeouts", "links_removed", "links_added", "links")},
         })
         # Correctness (what the small scale asserts): every phase produced numbers, no setup
         # failure, no mid-session break, a rotation inside the continuity phase.
@@ -728,6 +700,9 @@ def run_once(cfg, mode, k, out):
                             f"({P['churn']['outcomes']})")
         if not P["churn"]["new_flows"]:
             problems.append("churn: no new flows seen in the snapshots")
+        if res["topology"]["link_timeouts"]:
+            problems.append(f"topology: {res['topology']['link_timeouts']} links timed out (LLDP) during the run: "
+                            "the emulation stalled the switches or the controller")
         if not idle or not churn:
             problems.append(f"rppt: {len(idle)} idle and {len(churn)} churn samples")
     except EvalError as e:
@@ -788,12 +763,12 @@ def true_targets(c, attacker, cpam):
     names = [h for h in c.hosts if h != attacker]
     if not cpam:
         return {c.hosts[h]["ip"] for h in names}
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import eval as E\n"
+    # glibc's resolver inside the namespace: 'ip netns exec' bind-mounts the testbed's resolv.conf
+    code = ("import socket, sys\n"
             "for n in sys.argv[2:]:\n"
-            "    try: print(n, *E.dns_query_a(n + '.' + E.ZONE))\n"
+            "    try: print(n, *socket.gethostbyname_ex(n + '.' + sys.argv[1])[2])\n"
             "    except OSError: print(n)\n")
-    r = run(netns(c.ns(attacker), sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)), *names),
-            timeout=120)
+    r = run(netns(c.ns(attacker), sys.executable, "-c", code, ZONE, *names), timeout=120)
     out = set()
     for line in r.stdout.splitlines():
         out.update(line.split()[1:])
