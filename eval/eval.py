@@ -50,7 +50,7 @@ SCALES = {
     "small": dict(hosts=16, runs=1, interval_ms=10000, settle_s=2, udp_s=3, udp_spread_s=1, udp_mbps=1.0, icmp_count=5, icmp_spread_s=2,
                   tcp_s=2, tcp_single=2, tcp_single_s=1, continuity_extra_s=5, churn_s=6, churn_rate=2.0,
                   effect_intervals=[10000, 5000]),
-    "paper": dict(hosts=500, runs=10, interval_ms=60000, settle_s=5, udp_s=10, udp_spread_s=5, udp_mbps=0.2, icmp_count=5, icmp_spread_s=10,
+    "paper": dict(hosts=500, runs=10, interval_ms=60000, settle_s=4, udp_s=10, udp_spread_s=5, udp_mbps=0.2, icmp_count=5, icmp_spread_s=10,
                   tcp_s=4, tcp_single=2, tcp_single_s=2, continuity_extra_s=8, churn_s=20, churn_rate=0.25,
                   effect_intervals=[60000, 20000, 10000]),
 }
@@ -544,8 +544,14 @@ def phase_churn(c, d, cfg, t0):
     fs = FlowSampler(c.bridges, t0)
     fs.start()
     t_start = time.monotonic()
-    cmds = [(netns(c.ns(a), cfg.session, "churn", f"{b}.{ZONE}", ECHO_PORT, "--count", count, "--rate",
-                   cfg.churn_rate, "--timeout-ms", 3000, "--resolve-tries", 3, "--seed", i + 1, "--json",
+    # Each pair opens a connection every 1/churn_rate s, the pairs' first ones spread evenly over
+    # that spacing: together a steady len(pairs) x churn_rate per second for churn_s (Poisson
+    # arrivals per pair would leave a long tail: the slowest of 250 pairs ends at ~2.5 x churn_s).
+    spacing_ms = int(round(1000 / cfg.churn_rate))
+    step = spacing_ms / 1000 / max(1, len(c.pairs))
+    cmds = [(netns(c.ns(a), "sh", "-c", 'sleep "$1"; shift; exec "$@"', "sh", f"{i * step:.3f}", cfg.session,
+                   "churn", f"{b}.{ZONE}", ECHO_PORT, "--count", count, "--spacing-ms", spacing_ms,
+                   "--timeout-ms", 3000, "--resolve-tries", 3, "--seed", i + 1, "--json",
                    os.path.join(d, f"churn.{a}.json")), os.path.join(d, f"churn.{a}.log"))
             for i, (a, b) in enumerate(c.pairs)]
     run_parallel(cmds, len(cmds), timeout=cfg.churn_s * 3 + 60)
