@@ -748,7 +748,7 @@ def nmap_scan(c, attacker, cidr, d, tag):
     return sorted(set(found)), took, len(up)
 
 
-def probe_scan(c, attacker, d, tag, cidr=None, targets=None, timeout_ms=300, parallel=1024):
+def probe_scan(c, attacker, d, tag, cidr=None, targets=None, timeout_ms=600, parallel=2048):
     out = os.path.join(d, f"probe.{tag}.json")
     args = [cidr, SCAN_PORT] if cidr else ["--targets", targets, SCAN_PORT]
     t = time.monotonic()
@@ -802,75 +802,69 @@ def effect_config(cfg, out, label, interval_ms):
             scan_range = f"10.0.0.0/{32 - bits}"
         time.sleep(1.0)
         t_wall = time.time()
-        if cpam:   # start right after a rotation: the attacker's best case, a whole interval ahead
-            n0, t = len(c.rotations(t_wall)), time.monotonic()
-            while len(c.rotations(t_wall)) == n0:
-                if time.monotonic() - t > interval_ms / 1000 + 10:
-                    raise EvalError("no rotation published")
-                time.sleep(0.1)
-        log(f"[effect {tag}] attacker {attacker} scans {scan_range} (probe, then nmap)")
-        scans = []
         own = c.hosts[attacker]["ip"]   # the attacker knows its own address
-        found, took = probe_scan(c, attacker, d, "scan", cidr=scan_range)
-        found = [a for a in found if a != own]
-        end = time.monotonic()
-        truth = true_targets(c, attacker, cpam)
-        scans.append({"scanner": "probe", "range": scan_range, "scan_s": round(took, 2), "found": len(found),
-                      "true_targets": len(truth), "correct": len(set(found) & truth), "_list": found, "_end": end})
-        found, took, up = nmap_scan(c, attacker, scan_range, d, "scan")
-        found = [a for a in found if a != own]
-        end = time.monotonic()
-        truth = true_targets(c, attacker, cpam)
-        scans.append({"scanner": "nmap", "range": scan_range, "scan_s": round(took, 2), "found": len(found),
-                      "arp_up": up,
-                      "true_targets": len(truth), "correct": len(set(found) & truth), "_list": found, "_end": end})
-        union = sorted(set(scans[0]["_list"]) | set(scans[1]["_list"]))
-        tgt = os.path.join(d, "targets.txt")
-        with open(tgt, "w") as f:
-            f.write("\n".join(union) + "\n")
-        # Re-probe everything found, again and again, until 3 rotations after the last scan have
-        # taken full effect (publish + the grace-accept window) or, static, effect_static_s.
-        last_end = scans[1]["_end"]
-        for s in scans:
-            s["decay"], s["after"] = [], []
-        i = 0
-        while True:
-            a = time.monotonic()
-            alive, _ = probe_scan(c, attacker, d, f"re{i}", targets=tgt, timeout_ms=500)
-            alive = set(alive)
-            i += 1
-            for s in scans:
-                frac = len(alive & set(s["_list"])) / len(s["_list"]) if s["_list"] else None
-                s["decay"].append([round(a - s["_end"], 2), None if frac is None else round(frac, 4),
-                                   len(alive & set(s["_list"]))])
-            if cpam:
-                # rotations published after the last scan ended, as monotonic times
-                off = time.monotonic() - time.time()
-                pubs = [t_wall + r["t_s"] + off for r in c.rotations(t_wall)]
-                pubs = [p for p in pubs if p > last_end]
-                done = len(pubs) >= 3 and a > pubs[2] + GRACE_ACCEPT_MS / 1000 + 0.5
-                res["_pubs"] = pubs
+        static_s = 3 * min(cfg.effect_intervals or [10000]) / 1000
+
+        def pubs_after(t):
+            """Rotations published after monotonic time t, as monotonic times."""
+            off = time.monotonic() - time.time()
+            return [p for p in (t_wall + r["t_s"] + off for r in c.rotations(t_wall)) if p > t]
+
+        def cycle(scanner):
+            """One scanner: (CPAM) wait for a publish, scan, look up the truth, then re-probe what
+            it found about once a second until 3 rotations after the scan have taken full effect
+            (publish + the grace-accept window) or, static, as long as 3 of the shortest interval."""
+            if cpam:   # start right after a rotation: the attacker's best case, a whole interval ahead
+                t = time.monotonic()
+                while not pubs_after(t):
+                    if time.monotonic() - t > interval_ms / 1000 + 10:
+                        raise EvalError("no rotation published")
+                    time.sleep(0.1)
+            log(f"[effect {tag}] attacker {attacker} scans {scan_range} with {scanner}")
+            s = {"scanner": scanner, "range": scan_range}
+            if scanner == "probe":
+                found, took = probe_scan(c, attacker, d, "scan", cidr=scan_range)
             else:
-                done = a - last_end > 3 * min(cfg.effect_intervals or [10000]) / 1000 + 3
-            if done or not c.alive():
-                break
-            time.sleep(max(0.0, 1.0 - (time.monotonic() - a)))
-        pubs = res.pop("_pubs", [])
-        res["rotations_after_scan_s"] = [round(p - last_end, 2) for p in pubs]
-        for s in scans:
+                found, took, s["arp_up"] = nmap_scan(c, attacker, scan_range, d, "scan")
+            end = time.monotonic()
+            found = [a for a in found if a != own]
+            truth = true_targets(c, attacker, cpam)
+            s.update({"scan_s": round(took, 2), "found": len(found), "true_targets": len(truth),
+                      "correct": len(set(found) & truth), "decay": [], "after": []})
+            tgt = os.path.join(d, f"targets.{scanner}.txt")
+            with open(tgt, "w") as f:
+                f.write("\n".join(found) + "\n")
+            listed, i, pubs = set(found), 0, []
+            while found:
+                a = time.monotonic()
+                alive, _ = probe_scan(c, attacker, d, f"{scanner}.re{i}", targets=tgt)
+                i += 1
+                n = len(set(alive) & listed)
+                s["decay"].append([round(a - end, 2), round(n / len(listed), 4), n])
+                if cpam:
+                    pubs = pubs_after(end)
+                    done = len(pubs) >= 3 and a > pubs[2] + GRACE_ACCEPT_MS / 1000 + 0.5
+                else:
+                    done = a - end > static_s + 3
+                if done or not c.alive():
+                    break
+                time.sleep(max(0.0, 1.0 - (time.monotonic() - a)))
+            s["rotations_after_scan_s"] = [round(p - end, 2) for p in pubs]
             for k in (1, 2, 3):
                 if cpam:
                     if len(pubs) < k:
                         continue
                     cut = pubs[k - 1] + GRACE_ACCEPT_MS / 1000
                 else:   # static: at the same offsets as k rotations of the shortest interval
-                    cut = last_end + k * min(cfg.effect_intervals or [10000]) / 1000
-                pt = next((p for p in s["decay"] if s["_end"] + p[0] >= cut), None)
+                    cut = end + k * static_s / 3
+                pt = next((p for p in s["decay"] if end + p[0] >= cut), None)
                 if pt:
                     s["after"].append({"rotations": k, "t_s": pt[0], "reachable": pt[2], "fraction": pt[1]})
-            s["worthless_after_s"] = next((p[0] for p in s["decay"] if p[1] is not None and p[1] <= 0.01), None)
+            s["worthless_after_s"] = next((p[0] for p in s["decay"] if p[1] <= 0.01), None)
             s["decay"] = [p[:2] for p in s["decay"]]
-            del s["_list"], s["_end"]
+            return s
+
+        scans = [cycle("probe"), cycle("nmap")]
         res["scans"] = scans
         if not c.alive():
             res["problems"].append("sdnator died during the phase")
