@@ -40,6 +40,8 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "lib"))
+import reportlib  # noqa: E402
 TESTBED = os.path.join(ROOT, "scripts", "testbed.sh")
 DNS_IP, ZONE, VIP_RANGE = "10.0.255.253", "cpam.lan", "10.0.128.0/18"
 ECHO_PORT, IPERF_PORT, SCAN_PORT = 5000, 5201, 5000
@@ -64,22 +66,9 @@ def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] eval: {msg}", file=sys.stderr, flush=True)
 
 
-def pct(sorted_vals, p):
-    """Nearest-rank percentile of an already sorted list."""
-    if not sorted_vals:
-        return None
-    return sorted_vals[max(0, math.ceil(p / 100 * len(sorted_vals)) - 1)]
-
-
-def summary(vals, digits=4):
-    v = sorted(x for x in vals if x is not None)
-    r = {"n": len(v)}
-    for p in (50, 90, 95, 99):
-        x = pct(v, p)
-        r[f"p{p}"] = None if x is None else round(x, digits)
-    r["max"] = round(v[-1], digits) if v else None
-    r["mean"] = round(sum(v) / len(v), digits) if v else None
-    return r
+def summary(vals):
+    """Nearest-rank {n, p50, p90, p95, p99, max, mean}, to 4 decimals."""
+    return reportlib.summary(vals, digits=4)
 
 
 def mean(vals):

@@ -24,6 +24,9 @@ import os
 import re
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts", "lib"))
+from reportlib import as_dict, as_list, dig, num, summary as pooled_stats  # noqa: E402
+
 try:
     import matplotlib
 
@@ -50,29 +53,6 @@ def warn(msg):
 
 
 # --- defensive access ----------------------------------------------------------------------------
-
-def num(v):
-    """A finite int/float, else None (bools, strings, NaN and infinities are 'no value')."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return v if math.isfinite(v) else None
-
-
-def dig(obj, *path):
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-def as_list(v):
-    return v if isinstance(v, list) else []
-
-
-def as_dict(v):
-    return v if isinstance(v, dict) else {}
-
 
 def finite(obj):
     """obj with every non-finite float replaced by None (report.json is strict JSON)."""
@@ -109,22 +89,6 @@ def mean_sd(values):
     m = sum(vals) / n
     sd = math.sqrt(sum((v - m) ** 2 for v in vals) / (n - 1)) if n > 1 else 0.0
     return {"mean": m, "sd": sd, "n": n}
-
-
-def nearest_rank(sorted_vals, q):
-    n = len(sorted_vals)
-    return sorted_vals[min(n, max(1, math.ceil(q * n))) - 1]
-
-
-def pooled_stats(values):
-    """{n, p50, p90, p95, p99, max, mean}: exact nearest-rank percentiles, as Table 2."""
-    vals = sorted(v for v in (num(x) for x in values) if v is not None)
-    if not vals:
-        return {"n": 0, "p50": None, "p90": None, "p95": None, "p99": None, "max": None,
-                "mean": None}
-    return {"n": len(vals), "p50": nearest_rank(vals, 0.50), "p90": nearest_rank(vals, 0.90),
-            "p95": nearest_rank(vals, 0.95), "p99": nearest_rank(vals, 0.99), "max": vals[-1],
-            "mean": sum(vals) / len(vals)}
 
 
 # --- number formats (all None-safe) --------------------------------------------------------------

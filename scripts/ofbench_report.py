@@ -22,6 +22,9 @@ import math
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from reportlib import as_dict, as_list, dig, num  # noqa: E402
+
 # Imported up front but only required once the input has been validated, so a malformed report
 # is reported as such even by a python3 without matplotlib.
 try:
@@ -54,29 +57,6 @@ def warn(msg):
 
 
 # --- defensive access: every field of a run may be missing, null or of the wrong type ---------
-
-def num(v):
-    """A finite int/float, else None (bools, strings and NaN count as 'no value')."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return v if math.isfinite(v) else None
-
-
-def dig(obj, *path):
-    for key in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
-def as_list(v):
-    return v if isinstance(v, list) else []
-
-
-def as_dict(v):
-    return v if isinstance(v, dict) else {}
-
 
 def has_stats(s):
     """A STATS object with at least one value (count 0 means every value is null)."""
