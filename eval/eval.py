@@ -106,19 +106,6 @@ class Procs:
         self.procs.append(p)
         return p
 
-    def wait_all(self, procs, timeout):
-        deadline = time.monotonic() + timeout
-        rcs = []
-        for p in procs:
-            left = max(0.1, deadline - time.monotonic())
-            try:
-                rcs.append(p.wait(timeout=left))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-                rcs.append(None)   # hung: killed
-        return rcs
-
     def kill_all(self):
         for p in self.procs:
             if p.poll() is None:
@@ -292,8 +279,7 @@ class Controller:
             json.dump(self.manifest, f)
         self.hosts = {h["name"]: h for h in self.manifest["hosts"]}
         self.pairs = [(p["a"], p["b"]) for p in self.manifest["pairs"]]
-        self.bridges = [s["bridge"] if isinstance(s, dict) and "bridge" in s else (s["name"] if isinstance(s, dict) else s)
-                        for s in self.manifest["switches"]]
+        self.bridges = [s["name"] for s in self.manifest["switches"]]   # the OVS bridge names
 
     def ns(self, host):
         return self.hosts[host]["netns"]
