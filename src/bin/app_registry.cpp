@@ -121,6 +121,7 @@ Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, cons
                        : nullptr;
           *svc = std::make_shared<apps::cpam::CpamService>(cpam, std::move(due), s ? s->metrics : nullptr);
           if (s) {
+            s->cpam = *svc;
             std::weak_ptr<apps::cpam::CpamService> ws = *svc;
             s->add_reporter("cpam", [ws] { return ws.lock() ? ws.lock()->stats_json() : nlohmann::json::object(); });
           }

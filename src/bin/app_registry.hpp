@@ -17,6 +17,10 @@
 #include "data/due.hpp"
 #include "southbound/app.hpp"
 
+namespace sdn::apps::cpam {
+class CpamService;
+}
+
 namespace sdn::bin {
 
 class AppSet {
@@ -30,6 +34,9 @@ class AppSet {
   // Set by make_apps when an app needs the whole controller on one event loop (CPAM's
   // cooperative runtime mode): the caller then runs one shard.
   bool single_shard = false;
+  // The CPAM service once its first instance exists (null when cpam is not configured): what
+  // the northbound API's CPAM hooks reach.
+  std::shared_ptr<apps::cpam::CpamService> cpam;
 
   // Counters of every app instance created so far, summed per app name.
   nlohmann::json stats() const;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -20,6 +21,8 @@
 #include <spdlog/spdlog.h>
 
 #include "bin/app_registry.hpp"
+#include "bin/ctl.hpp"
+#include "bin/northbound_wiring.hpp"
 #include "bin/data_cli.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
@@ -28,6 +31,7 @@
 #include "data/config.hpp"
 #include "data/coordinator.hpp"
 #include "data/due.hpp"
+#include "northbound/server.hpp"
 #include "southbound/config.hpp"
 #include "southbound/controller.hpp"
 
@@ -146,6 +150,9 @@ struct RunOptions {
   std::string stats_file;
   std::vector<std::string> apps;
   std::string sqlite_path;
+  std::string api_listen;
+  std::string api_token;
+  bool no_api = false;
 };
 
 int run(const RunOptions& opt) {
@@ -172,6 +179,16 @@ int run(const RunOptions& opt) {
   if (opt.shards >= 0) sb.shards = static_cast<unsigned>(opt.shards);
   auto apps = sdn::bin::make_apps(cfg, opt.apps);
   auto data_cfg = sdn::data::data_config_from(cfg);
+  auto nb_cfg = sdn::northbound::northbound_config_from(cfg);
+  if (!opt.api_listen.empty()) {
+    if (auto r = sdn::northbound::set_listen(nb_cfg, opt.api_listen); !r) {
+      fmt::print(stderr, "sdnator: --api: {}\n", r.error());
+      return 2;
+    }
+  }
+  if (!opt.api_token.empty()) nb_cfg.token = opt.api_token;
+  if (const char* t = std::getenv("SDNATOR_TOKEN"); t && nb_cfg.token.empty()) nb_cfg.token = t;
+  if (opt.no_api) nb_cfg.enabled = false;
   if (!opt.sqlite_path.empty()) data_cfg.sqlite.path = opt.sqlite_path;
   auto problems = cfg.finish();
   if (!apps) problems.push_back(apps.error());
@@ -226,6 +243,34 @@ int run(const RunOptions& opt) {
   spdlog::info("sdnator {} listening on {}:{} with {} shard(s)", SDNATOR_VERSION, ep->address().to_string(), ep->port(),
                pool.size());
 
+  // The northbound API (REST, dashboard, /metrics): after the listener, before any switch can
+  // have published much; it sees every Data Updates record from here on.
+  std::unique_ptr<sdn::northbound::Server> api;
+  if (nb_cfg.enabled) {
+    auto data_stats = [&] { return data_stats_json(**backends, coordinator.get()); };
+    auto process_stats = [&] {
+      auto [rss, threads] = self_rss_threads();
+      return nlohmann::json{{"rss_bytes", rss},
+                            {"threads", threads},
+                            {"uptime_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()},
+                            {"shards", pool.size()}};
+    };
+    auto sources = sdn::bin::northbound_sources(ctl, metrics, *backends, coordinator.get(), **apps, nb_cfg.request_timeout,
+                                                data_stats, process_stats);
+    sources.version = SDNATOR_VERSION;
+    api = std::make_unique<sdn::northbound::Server>(nb_cfg, std::move(sources));
+    auto port = api->start();
+    if (!port) {
+      spdlog::error("{}", port.error());
+      ctl.stop();
+      pool.stop();
+      pool.join();
+      return 1;
+    }
+    spdlog::info("northbound API and dashboard on http://{}:{}/ ({})", nb_cfg.host, *port,
+                 nb_cfg.token.empty() ? "no token" : "bearer token required");
+  }
+
   asio::io_context main_ctx(1);
   asio::signal_set signals(main_ctx, SIGINT, SIGTERM);
   asio::steady_timer stats_timer(main_ctx);
@@ -251,6 +296,7 @@ int run(const RunOptions& opt) {
   });
   main_ctx.run();
 
+  if (api) api->stop();
   ctl.stop();
   pool.stop();
   pool.join();
@@ -277,9 +323,14 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--stats-file", opt.stats_file, "write counters as JSON to this file every second");
   run_cmd->add_option("--archive-path", opt.sqlite_path, "SQLite archive file (overrides [sqlite] path)");
   run_cmd->add_option("--app", opt.apps, "apps to run (default: from [controller] apps, else forwarding)");
+  run_cmd->add_option("--api", opt.api_listen, "REST API / dashboard address HOST:PORT (default 127.0.0.1:8080)");
+  run_cmd->add_option("--api-token", opt.api_token, "bearer token the API requires (or env SDNATOR_TOKEN)");
+  run_cmd->add_flag("--no-api", opt.no_api, "do not serve the REST API and dashboard");
   sdn::bin::add_data_subcommands(app);
+  sdn::bin::add_ctl_subcommand(app);
   CLI11_PARSE(app, argc, argv);
   if (run_cmd->parsed()) return run(opt);
   if (int status = sdn::bin::run_data_cli(); status >= 0) return status;
+  if (int status = sdn::bin::run_ctl(); status >= 0) return status;
   return 0;
 }

@@ -48,6 +48,13 @@ uint64_t Histogram::quantile(double q) const {
   return max();
 }
 
+std::vector<std::pair<uint64_t, uint64_t>> Histogram::buckets() const {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (int b = 0; b < kBuckets; ++b)
+    if (const uint64_t n = buckets_[b].load(std::memory_order_relaxed)) out.emplace_back(upper_edge(b), n);
+  return out;
+}
+
 Counter& Metrics::counter(std::string_view name) {
   std::lock_guard lock(mu_);
   auto it = counters_.find(name);
@@ -95,6 +102,21 @@ nlohmann::json Metrics::to_json() const {
             {"max_us", us(v->max())}};
   }
   return {{"counters", c}, {"gauges", g}, {"histograms", h}};
+}
+
+void Metrics::each_counter(const std::function<void(const std::string&, uint64_t)>& f) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [k, v] : counters_) f(k, v->value());
+}
+
+void Metrics::each_gauge(const std::function<void(const std::string&, int64_t)>& f) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [k, v] : gauges_) f(k, v->value());
+}
+
+void Metrics::each_histogram(const std::function<void(const std::string&, const Histogram&)>& f) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [k, v] : histograms_) f(k, *v);
 }
 
 }  // namespace sdn::core

@@ -1,5 +1,5 @@
 // Metrics registry: named counters and gauges, cheap to bump from any shard (relaxed
-// atomics), exported as JSON (and later Prometheus). Names are dotted, e.g.
+// atomics), exported as JSON and, by the northbound layer, in the Prometheus text format. Names are dotted, e.g.
 // "southbound.rx.packet_in"; a name is registered once and its address never changes.
 #pragma once
 
@@ -10,6 +10,9 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -52,6 +55,9 @@ class Histogram {
   uint64_t count() const { return count_.load(std::memory_order_relaxed); }
   uint64_t max() const { return max_.load(std::memory_order_relaxed); }
   double mean() const;
+  uint64_t sum() const { return sum_.load(std::memory_order_relaxed); }
+  // The non-empty buckets, lowest first: (upper edge in ns, count).
+  std::vector<std::pair<uint64_t, uint64_t>> buckets() const;
   // Upper edge of the bucket holding quantile q (0..1); 0 when empty.
   uint64_t quantile(double q) const;
   static int bucket_of(uint64_t ns);
@@ -78,6 +84,11 @@ class Metrics {
   // {"counters": {name: n...}, "gauges": {name: n...},
   //  "histograms": {name: {count, mean_us, p50_us, p90_us, p99_us, p999_us, max_us}}}
   nlohmann::json to_json() const;
+
+  // Every metric, in name order (for exposition formats); the registry lock is held meanwhile.
+  void each_counter(const std::function<void(const std::string&, uint64_t)>& f) const;
+  void each_gauge(const std::function<void(const std::string&, int64_t)>& f) const;
+  void each_histogram(const std::function<void(const std::string&, const Histogram&)>& f) const;
 
  private:
   mutable std::mutex mu_;

@@ -47,6 +47,8 @@ CpamService::CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::M
   rppt_rotating_ = metrics ? &metrics->histogram("cpam.rppt_rotating") : &local_rppt_rotating_;
   rppt_quiet_ = metrics ? &metrics->histogram("cpam.rppt_quiet") : &local_rppt_quiet_;
   setup_confirmed_ = metrics ? &metrics->histogram("cpam.setup_confirmed") : &local_setup_;
+  rotation_ = metrics ? &metrics->histogram("cpam.rotation") : &local_rotation_;
+  tunables_ = {cfg_.rotation_interval, cfg_.batch_hosts, cfg_.batch_delay};
   if (!cfg_.rppt_samples.empty()) {
     samples_ = std::fopen(cfg_.rppt_samples.c_str(), "w");
     if (samples_ == nullptr) {
@@ -348,7 +350,8 @@ void Cpam::answer_dns(SwitchContext& sw, const pkt::Parsed& p, uint32_t in_port)
       answers.push_back(pkt::Ipv4Addr{cfg_.vip_ip(snap_->primary[it->second])});
     // No longer than the rest of the epoch: a cached answer never outlives its VIP's term.
     const auto left = std::chrono::duration_cast<std::chrono::seconds>(snap_->next_rotation - rt_->now()).count();
-    ttl = static_cast<uint32_t>(std::clamp<int64_t>(left, 0, cfg_.rotation_interval.count() / 1000));
+    const auto term = std::chrono::duration_cast<std::chrono::seconds>(snap_->next_rotation - snap_->published).count();
+    ttl = static_cast<uint32_t>(std::clamp<int64_t>(left, 0, std::max<int64_t>(term, 0)));
     dns_answered_.inc();
   }
   const pkt::Bytes msg = pkt::build_dns_response(*q, rcode, answers, ttl);
@@ -720,6 +723,36 @@ void Cpam::switch_gone(uint64_t dpid) {
       if (it->second.edge[i] == dpid) gone.emplace_back(id, static_cast<uint8_t>(1u << i));
   }
   for (auto [id, bit] : gone) flow_gone(id, bit, now);
+}
+
+}  // namespace sdn::apps::cpam
+
+namespace sdn::apps::cpam {
+
+nlohmann::json Cpam::sessions_json(size_t limit) const {
+  nlohmann::json out = nlohmann::json::array();
+  const auto now = rt_ ? rt_->now() : Clock::now();
+  const auto& hosts = svc_->dir_.hosts;
+  auto name = [&](uint32_t h) { return h < hosts.size() ? hosts[h].name : std::string("?"); };
+  auto vip = [&](uint32_t v) { return v == kNone ? std::string() : pkt::Ipv4Addr{cfg_.vip_ip(v)}.to_string(); };
+  for (const auto& [id, key] : by_id_) {
+    if (out.size() >= limit) break;
+    auto it = sessions_.find(key);
+    if (it == sessions_.end()) continue;
+    const Binding& b = it->second;
+    out.push_back({{"id", b.id},
+                   {"proto", b.proto == 6 ? "tcp" : b.proto == 17 ? "udp" : b.proto == 1 ? "icmp" : std::to_string(b.proto)},
+                   {"client", name(b.client)},
+                   {"server", name(b.server)},
+                   {"client_vip", vip(b.vc)},
+                   {"server_vip", vip(b.vs)},
+                   {"client_port", b.cport},
+                   {"server_port", b.sport},
+                   {"live", (b.live & 1 ? 1 : 0) + (b.live & 2 ? 1 : 0)},
+                   {"shard", b.owner},
+                   {"age_s", std::chrono::duration<double>(now - b.installed).count()}});
+  }
+  return out;
 }
 
 }  // namespace sdn::apps::cpam

@@ -81,6 +81,18 @@ class CpamService {
   }
   nlohmann::json stats_json() const;
 
+  // What can change while running (the northbound API's PATCH /cpam/config): fields only the
+  // rotation engine on shard 0 reads. Applied with set_tunables on shard 0; the next rotation is
+  // re-armed an interval after the last one started.
+  struct Tunables {
+    std::chrono::milliseconds rotation_interval{0};
+    uint32_t batch_hosts = 0;
+    std::chrono::milliseconds batch_delay{0};
+  };
+  Tunables tunables() const;              // any thread
+  void set_tunables(const Tunables& t);   // shard 0 only
+  RotationRecord last_rotation() const;   // any thread
+
  private:
   friend class Cpam;
   void attach(unsigned shard, Cpam* inst);
@@ -98,14 +110,16 @@ class CpamService {
   core::Histogram* rppt_rotating_ = nullptr;
   core::Histogram* rppt_quiet_ = nullptr;
   core::Histogram* setup_confirmed_ = nullptr;
-  core::Histogram local_rppt_, local_rppt_rotating_, local_rppt_quiet_, local_setup_;  // when metrics is null
+  core::Histogram* rotation_ = nullptr;  // cpam.rotation: tick to publish
+  core::Histogram local_rppt_, local_rppt_rotating_, local_rppt_quiet_, local_setup_, local_rotation_;  // when metrics is null
   std::atomic<bool> rotating_{false};
-  mutable std::mutex mu_;  // latest_, samples_ (never taken on the hot path)
+  mutable std::mutex mu_;  // latest_, samples_, tunables_, last_rotation_ (never taken on the hot path)
   std::array<std::atomic<Cpam*>, 256> instances_{};  // by shard (cookies carry 8 bits of it)
   std::shared_ptr<const Snapshot> latest_;
   std::FILE* samples_ = nullptr;
   std::atomic<uint64_t> publish_errors_{0};
   RotationRecord last_rotation_;
+  Tunables tunables_;
 };
 
 class Cpam final : public southbound::App {
@@ -131,6 +145,9 @@ class Cpam final : public southbound::App {
   // The binding sweep and sample flush, normally every second.
   void sweep_now();
   size_t session_count() const { return sessions_.size(); }
+  // The bindings this shard owns, at most `limit` (on this shard's thread): id, proto, client,
+  // server (names), pinned VIPs, ports, live bits, age.
+  nlohmann::json sessions_json(size_t limit) const;
   const topology::TopologyView& view() const { return view_; }
   const Snapshot* snapshot() const { return snap_.get(); }
 
@@ -205,6 +222,8 @@ class Cpam final : public southbound::App {
   void publish_mapping(const Snapshot& s);
   void publish_stats();
   void arm(Clock::duration d, void (Cpam::*step)());
+  // Arms the next rotation; an earlier armed one is void (rotate-now, an interval change).
+  void arm_tick(Clock::duration d);
   void preinstall_confirmed(uint64_t gen);
 
   std::shared_ptr<CpamService> svc_;
@@ -229,6 +248,7 @@ class Cpam final : public southbound::App {
   uint64_t rotation_gen_ = 0;
   size_t preinstall_sent_ = 0;
   bool all_batches_sent_ = false;
+  uint64_t tick_token_ = 0;
 
   using Stat = core::ShardStat;
   Stat packet_ins_, bound_, reused_, expired_, setups_, setup_failed_, repairs_, arp_answered_, arp_refused_,

@@ -47,11 +47,14 @@ void Cpam::engine_start() {
   life_->reserve_next(now);
   distribute(life_->commit(now, now + cfg_.rotation_interval));
   publish_mapping(*life_->current());
-  svc_->last_rotation_ = life_->last();
+  {
+    std::lock_guard lock(svc_->mu_);
+    svc_->last_rotation_ = life_->last();
+  }
   spdlog::info("cpam: epoch 1: {} protected hosts, pool {} ({}/{}), zone {}, runtime {}", svc_->dir_.hosts.size(),
                cfg_.pool_size, pkt::Ipv4Addr{cfg_.vip_base}.to_string(), cfg_.vip_prefix_len, cfg_.zone,
                cfg_.mode == RuntimeMode::kSharded ? "sharded" : "cooperative");
-  arm(cfg_.rotation_interval, &Cpam::tick);
+  arm_tick(cfg_.rotation_interval);
   arm(std::chrono::milliseconds(500), &Cpam::reclaim_now);
   arm(cfg_.stats_interval, &Cpam::publish_stats);
 }
@@ -164,8 +167,12 @@ void Cpam::commit() {
   distribute(snap);
   publish_mapping(*snap);
   svc_->rotating_.store(false, std::memory_order_relaxed);
-  svc_->last_rotation_ = rec;
+  {
+    std::lock_guard lock(svc_->mu_);
+    svc_->last_rotation_ = rec;
+  }
   const double took = ms_between(rec.started, now);
+  svc_->rotation_->record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - rec.started).count()));
   spdlog::info("cpam: epoch {} published: {} hosts rotated in {:.1f} ms, {} rules pre-installed ({}), "
                "{} grace, {} quarantined, {} free",
                rec.epoch, rec.rotated, took, rec.preinstalled,
@@ -187,7 +194,40 @@ void Cpam::commit() {
                 0);
   // Ticks keep their cadence: the next one is an interval after this one started.
   const auto next = tick_at_ + cfg_.rotation_interval;
-  arm(next > now ? next - now : Clock::duration::zero(), &Cpam::tick);
+  arm_tick(next > now ? next - now : Clock::duration::zero());
+}
+
+void Cpam::arm_tick(Clock::duration d) {
+  if (rt_ == nullptr || stopped_) return;
+  const uint64_t token = ++tick_token_;
+  rt_->call_after(shard_, d, [this, token] {
+    if (!stopped_ && token == tick_token_) tick();
+  });
+}
+
+CpamService::Tunables CpamService::tunables() const {
+  std::lock_guard lock(mu_);
+  return tunables_;
+}
+
+RotationRecord CpamService::last_rotation() const {
+  std::lock_guard lock(mu_);
+  return last_rotation_;
+}
+
+void CpamService::set_tunables(const Tunables& t) {
+  {
+    std::lock_guard lock(mu_);
+    tunables_ = t;
+  }
+  cfg_.rotation_interval = t.rotation_interval;
+  cfg_.batch_hosts = t.batch_hosts;
+  cfg_.batch_delay = t.batch_delay;
+  Cpam* engine = instance(0);
+  if (engine == nullptr || engine->life_ == nullptr || !engine->pending_.empty()) return;  // a rotation in progress re-arms at its commit
+  const auto now = engine->rt_->now();
+  const auto next = engine->tick_at_ + t.rotation_interval;
+  engine->arm_tick(next > now ? next - now : Clock::duration::zero());
 }
 
 void Cpam::distribute(std::shared_ptr<const Snapshot> s) {

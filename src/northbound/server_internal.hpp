@@ -1,0 +1,99 @@
+// What the northbound's route files share: the server state (Impl), the reply helpers and the
+// switch round trip. Private to src/northbound/.
+#pragma once
+
+#include <httplib.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/metrics.hpp"
+#include "data/record.hpp"
+#include "northbound/server.hpp"
+#include "ofp/message.hpp"
+
+namespace sdn::northbound {
+
+using Json = nlohmann::json;
+
+struct Server::Impl {
+  Impl(NorthboundConfig c, Sources s);
+
+  NorthboundConfig cfg;
+  Sources src;
+  httplib::Server http;
+  std::thread thread;
+  std::thread ticker;
+  std::atomic<bool> stopping{false};
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  // Last-value cache of Data Updates (every key seen since start, capped).
+  std::mutex lvc_mu;
+  std::map<std::string, data::RecordPtr, std::less<>> lvc;
+  uint64_t topology_version = 0;
+  uint64_t sub_id = 0;
+  bool subscribed = false;
+  void on_record(const data::RecordPtr& r);
+  // Records whose key (without "@app") starts with `prefix`.
+  std::vector<data::RecordPtr> cached(std::string_view prefix);
+
+  // Server-Sent Events: a numbered ring of serialized events, and the streams waiting on it.
+  std::mutex ev_mu;
+  std::condition_variable ev_cv;
+  std::deque<std::pair<uint64_t, std::string>> events;
+  uint64_t ev_seq = 0;
+  unsigned streams = 0;
+  void push_event(std::string_view name, const Json& data);
+  Json tick_json();
+  void tick_loop();
+
+  // Flow-table sizes per switch, refreshed by the ticker while a stream is open.
+  std::mutex fc_mu;
+  std::map<uint64_t, uint64_t> flow_counts;
+  void refresh_flow_counts();
+
+  core::Counter* requests = nullptr;
+  core::Counter* client_errors = nullptr;
+  core::Counter* server_errors = nullptr;
+  core::Counter* unauthorized = nullptr;
+  core::Counter* lvc_evicted = nullptr;
+
+  // One request to a switch and its replies (every part of a multipart reply), waiting at most
+  // the request timeout. 404 unknown switch, 504 no answer, 400 the switch's OFPT_ERROR.
+  Expected<std::vector<ofp::Message>, ApiError> round_trip(uint64_t dpid, ofp::Body request);
+  // A batch of FlowMods followed by a barrier; ok once the barrier reply confirms it.
+  Expected<void, ApiError> send_batch(uint64_t dpid, std::vector<ofp::Body> batch);
+};
+
+void add_switch_routes(Server::Impl& s);
+void add_data_routes(Server::Impl& s);
+
+void reply_json(httplib::Response& res, int status, const Json& j);
+void reply_error(httplib::Response& res, const ApiError& e);
+// The body as a JSON object ({} when empty); malformed JSON or a non-object is a 400.
+Expected<Json, ApiError> body_object(const httplib::Request& req);
+// Query parameters as a JSON object of strings (for the parsers that take both).
+Json query_object(const httplib::Request& req);
+// Rejects query parameters outside `allowed` (400 naming the first unknown one).
+Expected<void, ApiError> only_params(const httplib::Request& req, std::initializer_list<std::string_view> allowed);
+// An unsigned integer query parameter in [lo, hi], or `def` when absent.
+Expected<uint64_t, ApiError> uint_param(const httplib::Request& req, const char* name, uint64_t def, uint64_t lo,
+                                        uint64_t hi);
+std::optional<uint64_t> parse_dpid(std::string_view s);
+std::string dpid_hex(uint64_t dpid);
+std::string mac_string(uint64_t mac);
+std::string ofp_error_text(const ofp::ErrorMsg& e);
+int64_t unix_ms();
+
+}  // namespace sdn::northbound

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The northbound layer against a real Open vSwitch fabric (a small dual-homed campus: 1 core,
+# 2 aggregation, 4 edge switches, 16 hosts) with topology + cpam + forwarding and a bearer token:
+#   - every REST endpoint, including bad input (malformed JSON, unknown fields, invalid matches
+#     -> 400 naming the field; no or wrong token -> 401) and flows added/deleted through the API
+#     checked with ovs-ofctl (northbound_check.py);
+#   - /metrics parsed by the Prometheus text-format parser (python3-prometheus-client);
+#   - Server-Sent Events: ticks, and a rotation event after rotate-now;
+#   - `sdnator ctl`: tables, --json, flow add/delete, errors and exit codes;
+#   - the dashboard in headless Chromium: the topology renders with every switch and host, and a
+#     screenshot is saved under the build directory (northbound-dashboard.png).
+source "$(dirname "$0")/lib.sh" "$@"
+SESSION=${SDNATOR_SESSION:-$(dirname "$SDNATOR")/sdnator-session}
+[[ -x $SESSION ]] || fail "sdnator-session not found: $SESSION"
+BUILD_DIR=$(cd "$(dirname "$SDNATOR")/.." && pwd)
+TOKEN="it-$RANDOM$RANDOM"
+API_PORT=$(free_port) || fail "no free TCP port"
+API="http://127.0.0.1:$API_PORT"
+
+# A non-loopback API without a token is refused before anything starts.
+if "$SDNATOR" run --listen "127.0.0.1:$(free_port)" --api "0.0.0.0:$(free_port)" --archive-path "$IT_WORK/refused.db" \
+  >"$IT_WORK/refused.log" 2>&1; then
+  fail "the controller started with a non-loopback API and no token"
+fi
+grep -q "needs \[northbound\] token" "$IT_WORK/refused.log" || fail "no clear error for a non-loopback API without token: $(cat "$IT_WORK/refused.log")"
+step "a non-loopback API without a token is refused: $(grep -o 'northbound: .*' "$IT_WORK/refused.log")"
+
+"${TB[@]}" --resolver 10.0.255.253 up campus 16 --cores 1 --aggs 2 --edges 4 --dual-homed || fail "testbed up failed"
+MANIFEST=/run/sdnator-testbed/$IT_PREFIX/manifest.json
+python3 -c 'import json,sys; [print(h["name"], h["ip"]) for h in json.load(open(sys.argv[1]))["hosts"]]' "$MANIFEST" \
+  >"$IT_WORK/hosts.txt"
+cat >"$IT_WORK/sdnator.toml" <<EOF
+[controller]
+apps = ["topology", "cpam", "forwarding"]
+[northbound]
+listen = "127.0.0.1:$API_PORT"
+token = "$TOKEN"
+[cpam]
+rotation_interval_ms = 30000
+rotation_batch = 4
+vip_range = "10.0.128.0/24"
+vip_pool = 250
+stats_interval_ms = 500
+hosts_file = "$IT_WORK/hosts.txt"
+EOF
+start_controller -c "$IT_WORK/sdnator.toml"
+"${TB[@]}" wait-connected 20 || fail "switches did not connect"
+wait_stats_switches 7 20
+wait_topology 10 20
+hx() { "${TB[@]}" exec "$@"; }
+for n in $(seq 1 16); do
+  hx "h$n" "$SESSION" serve --tcp 5000 >"$IT_WORK/serve$n.log" 2>&1 &
+  BG_PIDS+=($!); track_pid $!
+done
+# Each host's DNS query teaches topology where it is; one TCP session gives CPAM a binding.
+for n in $(seq 1 16); do
+  hx "h$n" "$SESSION" resolve "h$(((n % 16) + 1)).cpam.lan" >/dev/null || fail "h$n cannot resolve a peer"
+done
+hx h1 "$SESSION" hold h9.cpam.lan 5000 --duration 120 --interval-ms 200 >"$IT_WORK/hold.log" 2>&1 &
+BG_PIDS+=($!); track_pid $!
+step "campus up, discovered, 16 hosts resolved; API on $API with a token"
+
+export SDNATOR_URL=$API SDNATOR_TOKEN=$TOKEN
+/usr/bin/python3 "$IT_ROOT/tests/integration/northbound_check.py" --url "$API" --token "$TOKEN" --manifest "$MANIFEST" \
+  --prefix "$IT_PREFIX" --session "$SESSION" --testbed "$TESTBED" --work "$IT_WORK" \
+  || fail "REST API checks failed"
+step "REST API, /metrics and events checks passed"
+
+# ---- sdnator ctl ----
+ctl() { "$SDNATOR" ctl "$@"; }
+out=$(ctl switches) || fail "ctl switches failed"
+[[ $(grep -c '^0000' <<<"$out") -eq 7 ]] || fail "ctl switches does not list 7 switches: $out"
+ctl --json switches | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d)==7, d' || fail "ctl --json switches"
+ctl topology >"$IT_WORK/ctl-topology.txt" || fail "ctl topology failed"
+[[ $(grep -c '00:00:00:00:00:' "$IT_WORK/ctl-topology.txt") -ge 16 ]] || fail "ctl topology lacks hosts: $(cat "$IT_WORK/ctl-topology.txt")"
+ctl cpam status | grep -qi epoch || fail "ctl cpam status has no epoch"
+ctl cpam mapping | grep -q '^h1 ' || fail "ctl cpam mapping lacks h1"
+EDGE=$(ctl --json switches | python3 -c 'import json,sys; print(sorted(s["dpid"] for s in json.load(sys.stdin))[-1])')
+BR=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(next(s["name"] for s in m["switches"] if int(s["dpid"],16)==int(sys.argv[2],16)))' "$MANIFEST" "$EDGE")
+ctl flow-add "$EDGE" --match "udp,nw_dst=10.9.9.9,tp_dst=4242" --actions drop --priority 4321 >/dev/null || fail "ctl flow-add failed"
+ovs-ofctl -O OpenFlow13 dump-flows "$BR" | grep -q "priority=4321,udp,nw_dst=10.9.9.9,tp_dst=4242" || fail "ctl flow-add: the flow is not on $BR"
+ctl flows "$EDGE" --match "udp,nw_dst=10.9.9.9" | grep -q "tp_dst=4242" || fail "ctl flows does not show the added flow"
+ctl flow-del "$EDGE" --match "udp,nw_dst=10.9.9.9" >/dev/null || fail "ctl flow-del failed"
+! ovs-ofctl -O OpenFlow13 dump-flows "$BR" | grep -q "nw_dst=10.9.9.9" || fail "ctl flow-del: the flow is still on $BR"
+set +e
+ctl flow-add "$EDGE" --match "tp_dst=80" --actions drop >"$IT_WORK/ctl-bad.txt" 2>&1; rc=$?
+ctl --token wrong switches >"$IT_WORK/ctl-401.txt" 2>&1; rc401=$?
+ctl --url "http://127.0.0.1:$(free_port)" switches >"$IT_WORK/ctl-down.txt" 2>&1; rcdown=$?
+set -e
+[[ $rc -eq 1 ]] && grep -q "field: match" "$IT_WORK/ctl-bad.txt" || fail "ctl: a bad match should exit 1 naming the field (rc $rc): $(cat "$IT_WORK/ctl-bad.txt")"
+[[ $rc401 -eq 1 ]] && grep -q "401" "$IT_WORK/ctl-401.txt" || fail "ctl: a wrong token should exit 1 with 401 (rc $rc401)"
+[[ $rcdown -eq 2 ]] || fail "ctl: an unreachable controller should exit 2 (rc $rcdown)"
+step "sdnator ctl: switches, topology, cpam, flow add/list/delete, errors (exit 1 / 2)"
+
+# ---- the dashboard in headless Chromium ----
+command -v chromium >/dev/null || fail "chromium is not installed (scripts/setup.sh installs it)"
+SHOT="$BUILD_DIR/northbound-dashboard.png"
+# The dashboard's files are public; the API needs the token, which the page reads from the URL
+# fragment (never sent to the server in the request line).
+URL="$API/?poll=1#token=$TOKEN"
+chrome() {
+  timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+    --user-data-dir="$IT_WORK/chrome" --window-size=1600,1300 --virtual-time-budget=8000 "$@" "$URL" 2>>"$IT_WORK/chrome.log"
+}
+chrome --dump-dom >"$IT_WORK/dom.html" || fail "chromium --dump-dom failed: $(tail -5 "$IT_WORK/chrome.log")"
+python3 - "$IT_WORK/dom.html" <<'PY' || fail "the dashboard did not render the topology"
+import re, sys
+dom = open(sys.argv[1]).read()
+assert 'data-topology="ready"' in dom, "body has no data-topology=ready"
+switches = set(re.findall(r'class="switch[^"]*"[^>]*data-dpid="([0-9a-f]+)"', dom)) | set(re.findall(r'data-dpid="([0-9a-f]+)"[^>]*class="switch', dom))
+hosts = set(re.findall(r'class="host[^"]*"[^>]*data-mac="([0-9a-f:]+)"', dom)) | set(re.findall(r'data-mac="([0-9a-f:]+)"[^>]*class="host', dom))
+summary = re.search(r'id="topology-summary"[^>]*>([^<]*)<', dom)
+print(f"dashboard: {len(switches)} switches, {len(hosts)} hosts; summary: {summary.group(1) if summary else None}")
+assert len(switches) == 7, switches
+assert len(hosts) >= 16, hosts
+PY
+chrome --screenshot="$SHOT" >/dev/null || fail "chromium --screenshot failed"
+[[ -s $SHOT ]] || fail "no screenshot at $SHOT"
+step "dashboard rendered 7 switches and the hosts; screenshot $SHOT"
+
+stop_controller
+step "PASS"
