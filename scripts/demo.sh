@@ -29,12 +29,15 @@
 #   --hosts N         campus: hosts in total (default 16); tree: hosts per leaf (default 2)
 #   --shape           campus (default) or tree (s1 root + F leaves, loop-free)
 #   --count C         pings per manifest pair (default 5)
+#   --api HOST:PORT   the REST API and dashboard (default 127.0.0.1:8080, or a free port if taken)
+#   --keep-s S        keep the fabric and controller up S seconds before teardown (to look at
+#                     the dashboard; default 0)
 set -Eeuo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$SDN_ROOT"
 
 SETUP=1 HOSTS="" SHAPE=campus FANOUT=2 COUNT=5 SHARDS="" RUNTIME=sharded INTERVAL_MS=10000
-BATCH=4 BATCH_DELAY_MS=150 CLIENTS=4 RATE=5
+BATCH=4 BATCH_DELAY_MS=150 CLIENTS=4 RATE=5 API_LISTEN="" KEEP_S=0
 while (($#)); do
   case $1 in
     --no-setup) SETUP=0; shift ;;
@@ -48,6 +51,8 @@ while (($#)); do
     --fanout) FANOUT=$2; shift 2 ;;
     --shape) SHAPE=$2; shift 2 ;;
     --count) COUNT=$2; shift 2 ;;
+    --api) API_LISTEN=$2; shift 2 ;;
+    --keep-s) KEEP_S=$2; shift 2 ;;
     --shards) SHARDS=$2; shift 2 ;;
     -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
@@ -130,6 +135,10 @@ if ! bash scripts/ovs.sh status >/dev/null 2>&1; then OVS_STARTED=1; fi
 bash scripts/ovs.sh start
 
 PORT=$(free_port) || die "no free port"
+if [[ -z $API_LISTEN ]]; then
+  if [[ -z $(ss -Hltn "( sport = :8080 )") ]]; then API_LISTEN=127.0.0.1:8080; else API_LISTEN=127.0.0.1:$(free_port); fi
+fi
+API_URL="http://$API_LISTEN"
 TB=(bash scripts/testbed.sh --prefix "$PREFIX" --port "$PORT" --resolver "$DNS_IP")
 "${TB[@]}" down >/dev/null 2>&1 || true    # a previous demo killed with -9 leaves its state behind
 case $SHAPE in
@@ -160,6 +169,8 @@ phase "controller: topology + cpam ($RUNTIME, rotation every $(fmt_ms "$INTERVAL
 cat >"$CONF" <<EOF
 [controller]
 apps = ["topology", "cpam", "forwarding"]
+[northbound]
+listen = "$API_LISTEN"
 [sqlite]
 path = "$WORK/archive.db"
 [cpam]
@@ -188,6 +199,7 @@ for _ in $(seq 1 200); do
 done
 [[ -n $(ss -Hltn "( sport = :$PORT )") ]] || die "sdnator is not listening on 127.0.0.1:$PORT"
 log "demo: sdnator pid $CTRL_PID listening on 127.0.0.1:$PORT ($(grep -oE 'with [0-9]+ shard\(s\)' "$WORK/sdnator.log" || echo '? shards'))"
+log "demo: dashboard and REST API on $API_URL/ (metrics: $API_URL/metrics; CLI: sdnator ctl --url $API_URL)"
 "${TB[@]}" wait-connected 30
 
 phase "topology discovery (LLDP) and port settling"
@@ -437,6 +449,13 @@ for l in [l for l in flows if not re.search(r"(^| )priority=0 actions=", l)][:3]
 done
 echo "(full tables: ovs-ofctl -O OpenFlow13 dump-flows <switch> while the demo runs)"
 
+phase "the northbound API: sdnator ctl against $API_URL"
+for cmd in "switches" "cpam status" "cpam rotations --limit 5"; do
+  echo "+ sdnator ctl $cmd"
+  # shellcheck disable=SC2086  # the subcommand words split on purpose
+  "$SDNATOR" ctl --url "$API_URL" $cmd || warn "sdnator ctl $cmd failed"
+done
+
 phase "controller counters (stats file)"
 sleep 1.1   # the stats file is rewritten every second: read one written after the sessions
 python3 scripts/lib/stats.py summary "$STATS" || warn "could not read $STATS"
@@ -511,6 +530,10 @@ echo "controller (pid $CTRL_PID): CPU $CPU_RUN % of one core during the sessions
 [[ -n $OVS_PID ]] && echo "(for comparison, ovs-vswitchd: $OVS_CPU_RUN % of one core during the sessions)"
 echo "fabric up in $(fmt_ms "$T_UP"); demo total $(fmt_ms $(($(now_ms) - T_START))) before teardown"
 ((ROTATIONS >= 3)) || { warn "demo: only $ROTATIONS rotations during the sessions (want >= 3)"; rc=1; }
+if ((KEEP_S > 0)); then
+  log "demo: keeping the fabric and controller up for $KEEP_S s: open $API_URL/ (Ctrl-C ends it)"
+  sleep "$KEEP_S"
+fi
 if ((rc == 0)); then
   echo "RESULT: every pair reachable by name, real addresses blocked, sessions survived $ROTATIONS rotations"
 else

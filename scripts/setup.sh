@@ -34,6 +34,9 @@ PACKAGES=(
   openvswitch-testcontroller
   # eval/: the paper's traffic generators (iperf3) and the reconnaissance scanner (nmap)
   iperf3 nmap
+  # northbound: the HTTP server/client library; the dashboard test's headless browser (and a
+  # font, so screenshots have text) and Prometheus text-format parser
+  libcpp-httplib-dev chromium fonts-dejavu-core python3-prometheus-client
   openvswitch-switch openvswitch-common tshark ethtool iproute2 iputils-ping iputils-arping procps psmisc python3
 )
 

@@ -28,8 +28,8 @@ void Table::print(std::FILE* out) const {
   auto w = widths();
   std::size_t before = 0;
   for (std::size_t i = 0; i + 1 < w.size(); ++i) before += w[i] + 2;
-  if (max_width_ > 0)  // at least 12 for the last column, even when that overflows
-    w.back() = std::min(w.back(), std::max<std::size_t>(max_width_ - std::min(max_width_, before), 12));
+  if (max_width_ > 0)  // at least 20 for the last column, even when that overflows
+    w.back() = std::min(w.back(), std::max<std::size_t>(max_width_ - std::min(max_width_, before), 20));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string s;
     for (std::size_t i = 0; i < cols_.size(); ++i) {

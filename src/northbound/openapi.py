@@ -87,6 +87,7 @@ ROUTES = [
     ("post", "/api/v1/history", "Data Archives query with a JSON body", [], QUERY, {"400": "bad option (named)"}, ARR),
     ("get", "/api/v1/metrics", "Metrics registry, data-layer and process figures as JSON", [], None, {}, OBJ),
     ("get", "/api/v1/metrics/rppt", "RPPT histograms (buckets in microseconds)", [], None, {}, OBJ),
+    ("get", "/api/v1/tick", "The data of one tick event, now (for clients that poll)", [], None, {}, OBJ),
     ("get", "/api/v1/events", "Server-Sent Events: tick (1/s), rotation, topology", [], None,
      {"503": "too many streams"}, None),
     ("get", "/metrics", "Prometheus text format 0.0.4", [], None, {}, None),

@@ -245,6 +245,15 @@ void add_data_routes(Server::Impl& s) {
     if (s.src.process_stats) j["process"] = s.src.process_stats();
     reply_json(res, 200, j);
   });
+  http.Get("/api/v1/tick", [&s](const httplib::Request&, httplib::Response& res) {
+    bool streaming;
+    {
+      std::lock_guard lock(s.ev_mu);
+      streaming = s.streams > 0;
+    }
+    if (!streaming) s.refresh_flow_counts();  // else the ticker keeps them fresh
+    reply_json(res, 200, s.tick_json());
+  });
   http.Get("/api/v1/metrics/rppt", [&s](const httplib::Request&, httplib::Response& res) {
     Json j = s.tick_json();
     reply_json(res, 200, j["rppt"]);

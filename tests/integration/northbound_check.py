@@ -110,6 +110,13 @@ doc = ok("GET", "/api/v1/openapi.json")
 check(doc.get("openapi", "").startswith("3."), "openapi.json is no OpenAPI 3 document")
 with open(__file__.rsplit("/tests/", 1)[0] + "/src/northbound/openapi.json") as f:
     check(json.load(f) == doc, "the served OpenAPI document differs from the checked-in src/northbound/openapi.json")
+# Every documented GET route without path parameters answers (events: a stream, read below;
+# keys/latest needs its key).
+for method, path in sorted(routes):
+    if method == "get" and "{" not in path and path != "/api/v1/events":
+        st, j = call("GET", path + ("?key=network/cpam/mapping/current" if path.endswith("/keys/latest") else ""))
+        check(st == 200, f"documented route GET {path}: HTTP {st}: {str(j)[:200]}")
+check(len(routes) >= 29, f"the index lists {len(routes)} routes")
 health = ok("GET", "/api/v1/health")
 check(health["status"] == "ok" and health["switches"] == 7, f"health: {health}")
 
@@ -291,6 +298,8 @@ print("apps, coordinator, keys (latest), history (GET and POST) ok; bad queries 
 # ---- metrics ----
 m = ok("GET", "/api/v1/metrics")
 check(m["counters"]["southbound.rx.packet_in"] > 0 and m["process"]["rss_bytes"] > 0, "metrics JSON")
+tk = ok("GET", "/api/v1/tick")
+check(len(tk["flows"]) == 7 and all(n >= 1 for n in tk["flows"].values()) and tk["switches"] == 7, f"tick: {tk['flows']}")
 rppt = ok("GET", "/api/v1/metrics/rppt")
 check(rppt["cpam.rppt"]["count"] > 0 and rppt["cpam.rppt"]["buckets"], f"rppt: {rppt}")
 st, text = call("GET", "/metrics")

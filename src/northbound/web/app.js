@@ -244,11 +244,13 @@ async function pollOnce() {
   refreshCpam().then((became) => {
     if (!became && cpamOk() && (st.epoch !== epoch || !st.mapping)) { refreshMapping(); refreshRotations(); }
   });
-  const r = await load('/metrics/rppt', 'rppt');
-  if (r && typeof r === 'object') { st.rppt = r; renderRppt(); }
-  const m = await load('/metrics', 'metrics');
-  const v = m && m.counters && m.counters['southbound.rx.packet_in'];
-  if (typeof v === 'number') addRx(Date.now(), v);
+  // The tick the stream would have sent (RPPT buckets, flow counts, PacketIns), fetched once.
+  const t = await load('/tick', 'tick');
+  if (t && typeof t === 'object') {
+    if (t.flows && typeof t.flows === 'object') { st.flows = t.flows; renderFlows(); }
+    if (t.rppt && typeof t.rppt === 'object') { st.rppt = t.rppt; renderRppt(); }
+    if (typeof t.rx_packet_in === 'number') addRx(typeof t.time_ms === 'number' ? t.time_ms : Date.now(), t.rx_packet_in);
+  }
 }
 
 function onTick(d) {
@@ -857,8 +859,7 @@ function renderFlows() {
       st.flowRows.set(k, r);
       return h('div', { class: 'frow', title: `switch ${k}` }, h('span', { class: 'lbl' }, shortDpid(k)), h('span', { class: 'bar' }, r.bar), r.n);
     }));
-    const live = st.mode === 'live' || st.mode === 'connecting';
-    const why = live ? 'no flow counts yet' : 'flow counts come with the live event stream (/api/v1/events)';
+    const why = 'no flow counts yet';
     if (!keys.length) box.append(h('div', { class: 'notice' }, why));
   }
   let total = 0, max = 1;
