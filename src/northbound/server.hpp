@@ -37,8 +37,8 @@ struct NorthboundConfig {
   std::string cors_origin;  // empty: no CORS headers
   std::chrono::milliseconds request_timeout{3000};
   size_t max_cached_keys = 100000;
-  unsigned threads = 12;
-  unsigned max_event_streams = 8;
+  unsigned threads = 8;
+  unsigned max_event_streams = 4;
 };
 
 // Reads [northbound]; problems are reported through cfg.add_problem naming the key.
