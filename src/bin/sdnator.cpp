@@ -179,6 +179,9 @@ int run(const RunOptions& opt) {
   if (opt.shards >= 0) sb.shards = static_cast<unsigned>(opt.shards);
   auto apps = sdn::bin::make_apps(cfg, opt.apps);
   auto data_cfg = sdn::data::data_config_from(cfg);
+  // An address the user chose must work; the default one may be taken by another instance on
+  // this machine (tests, the evaluation), and then the API is off with a warning.
+  const bool api_explicit = !opt.api_listen.empty() || cfg.has("northbound", "listen");
   auto nb_cfg = sdn::northbound::northbound_config_from(cfg);
   if (!opt.api_listen.empty()) {
     if (auto r = sdn::northbound::set_listen(nb_cfg, opt.api_listen); !r) {
@@ -260,15 +263,22 @@ int run(const RunOptions& opt) {
     sources.version = SDNATOR_VERSION;
     api = std::make_unique<sdn::northbound::Server>(nb_cfg, std::move(sources));
     auto port = api->start();
-    if (!port) {
+    if (!port && api_explicit) {
       spdlog::error("{}", port.error());
+      api.reset();
       ctl.stop();
       pool.stop();
       pool.join();
       return 1;
     }
-    spdlog::info("northbound API and dashboard on http://{}:{}/ ({})", nb_cfg.host, *port,
-                 nb_cfg.token.empty() ? "no token" : "bearer token required");
+    if (!port) {
+      spdlog::warn("{} (the default address is taken): the API and dashboard are off; set [northbound] listen or --api",
+                   port.error());
+      api.reset();
+    } else {
+      spdlog::info("northbound API and dashboard on http://{}:{}/ ({})", nb_cfg.host, *port,
+                   nb_cfg.token.empty() ? "no token" : "bearer token required");
+    }
   }
 
   asio::io_context main_ctx(1);

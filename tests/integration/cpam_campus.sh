@@ -121,13 +121,27 @@ hx h2 "$SESSION" churn "$OLD_VIP" 5000 --count 1 --timeout-ms 1500 >"$IT_WORK/st
   && fail "a connection to retired VIP $OLD_VIP succeeded $((e_end - OLD_EPOCH)) epochs later"
 step "retired VIP $OLD_VIP refuses new connections ($(tail -n 1 "$IT_WORK/stale.log"))"
 
-# Scan the VIP range right after a grace window: alive = current primaries only.
-e=$(epoch)
-wait_epoch $((e + 1))
-sleep 5.5
-hx h2 "$SESSION" scan 10.0.128.0/24 5000 --timeout-ms 400 --parallel 64 --json "$IT_WORK/scan.json" \
-  >"$IT_WORK/scan.txt" 2>"$IT_WORK/scan.err" || true
-mapping >"$IT_WORK/mapping.json"
+# Scan the VIP range right after a grace window: alive = current primaries only. The scan must
+# fall inside one epoch (grace window over, next rotation not yet due); when the epoch noticed
+# late leaves too little of it, or a rotation lands during the scan anyway, try the next one.
+for attempt in 1 2 3; do
+  e=$(epoch)
+  wait_epoch $((e + 1))
+  mapping >"$IT_WORK/mapping.before.json"
+  # Until 5.5 s after the publish (grace_accept 5 s), from the record's own time stamps.
+  left_ms=$(python3 -c 'import json,sys,time; v=json.loads(sys.stdin.readline())["v"]; now=time.time()*1000
+print(int(v["next_rotation_ms"] - max(now, v["published_ms"] + 5500)))' <"$IT_WORK/mapping.before.json")
+  if ((left_ms < 1700)); then  # the scan takes ~1.6 s; the rotation publishes ~0.45 s after it is due
+    step "scan attempt $attempt: only $left_ms ms of the epoch left after the grace window; next epoch"
+    continue
+  fi
+  sleep "$(python3 -c 'import json,sys,time; v=json.loads(sys.stdin.readline())["v"]; print(max(0, (v["published_ms"] + 5500 - time.time()*1000) / 1000))' <"$IT_WORK/mapping.before.json")"
+  hx h2 "$SESSION" scan 10.0.128.0/24 5000 --timeout-ms 400 --parallel 64 --json "$IT_WORK/scan.json" \
+    >"$IT_WORK/scan.txt" 2>"$IT_WORK/scan.err" || true
+  mapping >"$IT_WORK/mapping.json"
+  [[ $(epoch) -eq $((e + 1)) ]] && break
+  step "scan attempt $attempt: a rotation landed during the scan; next epoch"
+done
 python3 - "$IT_WORK/scan.txt" "$IT_WORK/mapping.json" "$(vip_of h2)" <<'PY' || fail "the scan found addresses that are not current VIPs"
 import json, sys
 alive = {l.strip() for l in open(sys.argv[1]) if l.strip()}

@@ -18,12 +18,40 @@ API_PORT=$(free_port) || fail "no free TCP port"
 API="http://127.0.0.1:$API_PORT"
 
 # A non-loopback API without a token is refused before anything starts.
-if "$SDNATOR" run --listen "127.0.0.1:$(free_port)" --api "0.0.0.0:$(free_port)" --archive-path "$IT_WORK/refused.db" \
-  >"$IT_WORK/refused.log" 2>&1; then
-  fail "the controller started with a non-loopback API and no token"
-fi
+set +e
+timeout 10 "$SDNATOR" run --listen "127.0.0.1:$(free_port)" --api "0.0.0.0:$(free_port)" --archive-path "$IT_WORK/refused.db" \
+  >"$IT_WORK/refused.log" 2>&1
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || fail "a non-loopback API without a token should exit 1 (got $rc)"
 grep -q "needs \[northbound\] token" "$IT_WORK/refused.log" || fail "no clear error for a non-loopback API without token: $(cat "$IT_WORK/refused.log")"
 step "a non-loopback API without a token is refused: $(grep -o 'northbound: .*' "$IT_WORK/refused.log")"
+
+# The default address taken (by another instance, or here by a plain socket): the controller
+# runs without its API, and says so; an address the user chose is not given up on.
+python3 -c 'import socket, time
+s = socket.socket()
+try:
+    s.bind(("127.0.0.1", 8080)); s.listen()
+except OSError:
+    pass  # already taken by someone else: the same situation
+time.sleep(20)' &
+HOLDER=$!; track_pid $HOLDER
+sleep 0.5
+"$SDNATOR" run --listen "127.0.0.1:$(free_port)" --archive-path "$IT_WORK/default.db" >"$IT_WORK/default.log" 2>&1 &
+DEF_PID=$!; track_pid $DEF_PID
+sleep 1.5
+kill -0 "$DEF_PID" 2>/dev/null || fail "the controller exited when the default API address was taken: $(cat "$IT_WORK/default.log")"
+grep -q "the API and dashboard are off" "$IT_WORK/default.log" || fail "no warning that the API is off: $(cat "$IT_WORK/default.log")"
+kill "$DEF_PID"; wait "$DEF_PID" 2>/dev/null || true
+set +e
+timeout 10 "$SDNATOR" run --listen "127.0.0.1:$(free_port)" --api 127.0.0.1:8080 --archive-path "$IT_WORK/default2.db" \
+  >"$IT_WORK/explicit.log" 2>&1
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || fail "an explicit API address that is taken should exit 1 (got $rc): $(cat "$IT_WORK/explicit.log")"
+kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null || true
+step "default API address taken: the controller runs without the API (warned); an explicit one taken: exit 1"
 
 "${TB[@]}" --resolver 10.0.255.253 up campus 16 --cores 1 --aggs 2 --edges 4 --dual-homed || fail "testbed up failed"
 MANIFEST=/run/sdnator-testbed/$IT_PREFIX/manifest.json
