@@ -5,9 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source tests/integration/lib.sh "${1:-build/bin/sdnator}"
-"${TB[@]}" --resolver 10.0.255.253 up campus 16 --cores 1 --aggs 2 --edges 4 --dual-homed >/dev/null
-MANIFEST=/run/sdnator-testbed/$IT_PREFIX/manifest.json
-python3 -c 'import json,sys; [print(h["name"], h["ip"]) for h in json.load(open(sys.argv[1]))["hosts"]]' "$MANIFEST" >"$IT_WORK/hosts.txt"
+up_cpam_campus >/dev/null
 API_PORT=$(free_port)
 for mode in api noapi; do
   cat >"$IT_WORK/c.toml" <<EOT

@@ -255,8 +255,7 @@ void add_data_routes(Server::Impl& s) {
     reply_json(res, 200, s.tick_json());
   });
   http.Get("/api/v1/metrics/rppt", [&s](const httplib::Request&, httplib::Response& res) {
-    Json j = s.tick_json();
-    reply_json(res, 200, j["rppt"]);
+    reply_json(res, 200, s.rppt_json());
   });
 }
 

@@ -18,6 +18,7 @@
 #include "northbound/assets.hpp"
 #include "northbound/prometheus.hpp"
 #include "northbound/server_internal.hpp"
+#include "pkt/addr.hpp"
 #include "southbound/controller.hpp"
 
 namespace sdn::northbound {
@@ -74,10 +75,7 @@ int64_t unix_ms() {
 
 std::string dpid_hex(uint64_t dpid) { return fmt::format("{:016x}", dpid); }
 
-std::string mac_string(uint64_t m) {
-  return fmt::format("{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", (m >> 40) & 0xff, (m >> 32) & 0xff, (m >> 24) & 0xff,
-                     (m >> 16) & 0xff, (m >> 8) & 0xff, m & 0xff);
-}
+std::string mac_string(uint64_t m) { return pkt::Mac{m}.to_string(); }
 
 std::optional<uint64_t> parse_dpid(std::string_view s) {
   std::string hex;
@@ -207,6 +205,18 @@ void Server::Impl::push_event(std::string_view name, const Json& data) {
   ev_cv.notify_all();
 }
 
+Json Server::Impl::rppt_json() {
+  Json rppt = Json::object();
+  if (!src.metrics) return rppt;
+  src.metrics->each_histogram([&](const std::string& name, const core::Histogram& h) {
+    if (name != "cpam.rppt" && name != "southbound.packet_in.service") return;
+    Json b = Json::array();
+    for (const auto& [edge, n] : h.buckets()) b.push_back({static_cast<double>(edge) / 1000.0, n});
+    rppt[name] = {{"count", h.count()}, {"buckets", std::move(b)}};
+  });
+  return rppt;
+}
+
 Json Server::Impl::tick_json() {
   Json j{{"time_ms", unix_ms()}};
   {
@@ -227,17 +237,8 @@ Json Server::Impl::tick_json() {
     for (const auto& [dpid, n] : flow_counts) flows[dpid_hex(dpid)] = n;
   }
   j["flows"] = std::move(flows);
-  Json rppt = Json::object();
-  if (src.metrics) {
-    src.metrics->each_histogram([&](const std::string& name, const core::Histogram& h) {
-      if (name != "cpam.rppt" && name != "southbound.packet_in.service") return;
-      Json b = Json::array();
-      for (const auto& [edge, n] : h.buckets()) b.push_back({static_cast<double>(edge) / 1000.0, n});
-      rppt[name] = {{"count", h.count()}, {"buckets", std::move(b)}};
-    });
-    j["rx_packet_in"] = src.metrics->counter_value("southbound.rx.packet_in");
-  }
-  j["rppt"] = std::move(rppt);
+  if (src.metrics) j["rx_packet_in"] = src.metrics->counter_value("southbound.rx.packet_in");
+  j["rppt"] = rppt_json();
   j["apps"] = src.app_stats ? src.app_stats() : Json::object();
   return j;
 }

@@ -56,6 +56,7 @@ struct Server::Impl {
   unsigned streams = 0;
   void push_event(std::string_view name, const Json& data);
   Json tick_json();
+  Json rppt_json();  // the RPPT histograms' buckets (part of a tick)
   void tick_loop();
 
   // Flow-table sizes per switch, refreshed by the ticker while a stream is open.

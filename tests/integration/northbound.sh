@@ -53,10 +53,7 @@ set -e
 kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null || true
 step "default API address taken: the controller runs without the API (warned); an explicit one taken: exit 1"
 
-"${TB[@]}" --resolver 10.0.255.253 up campus 16 --cores 1 --aggs 2 --edges 4 --dual-homed || fail "testbed up failed"
-MANIFEST=/run/sdnator-testbed/$IT_PREFIX/manifest.json
-python3 -c 'import json,sys; [print(h["name"], h["ip"]) for h in json.load(open(sys.argv[1]))["hosts"]]' "$MANIFEST" \
-  >"$IT_WORK/hosts.txt"
+up_cpam_campus
 cat >"$IT_WORK/sdnator.toml" <<EOF
 [controller]
 apps = ["topology", "cpam", "forwarding"]

@@ -12,6 +12,7 @@
 
 #include "northbound/flow_syntax.hpp"
 #include "ofp/message.hpp"
+#include "unit/ofp/test_util.hpp"
 
 namespace sdn::northbound {
 namespace {
@@ -20,21 +21,8 @@ using Json = nlohmann::json;
 using ofp::OxmField;
 using ofp::OxmTlv;
 
-ofp::Bytes from_hex(std::string_view hex) {
-  ofp::Bytes out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<uint8_t>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  return out;
-}
-
-std::string to_hex(const ofp::Bytes& b) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string s;
-  for (uint8_t c : b) {
-    s.push_back(kDigits[c >> 4]);
-    s.push_back(kDigits[c & 15]);
-  }
-  return s;
-}
+using ofp::test::from_hex;
+using ofp::test::to_hex;
 
 std::string encoded(ofp::Body body) {
   ofp::Bytes out;
