@@ -178,10 +178,43 @@ struct Topic {
   unsigned pending_flags = 0;
 };
 
+// What a timer callback needs to know that its Due still exists, and what ~Due needs to wait for
+// the callbacks already past that check: a callback counts itself in before it looks at `alive`,
+// and ~Due clears `alive` before it waits for the count to reach zero (both sequentially
+// consistent, so one of them always sees the other).
+struct Life {
+  std::atomic<bool> alive{true};
+  std::atomic<int> inflight{0};
+};
+// The Life whose callback runs on this thread (a Due destroyed from inside its own callback must
+// not wait for itself).
+thread_local const Life* t_running_life = nullptr;
+
 struct Due::Impl {
   Due* self;
   std::shared_ptr<Backends> backends;
-  std::shared_ptr<std::atomic<bool>> alive = std::make_shared<std::atomic<bool>>(true);
+  std::shared_ptr<Life> life = std::make_shared<Life>();
+
+  // Wraps a timer callback so it runs only while this Due exists, and ~Due waits for it.
+  template <class F>
+  std::function<void()> guarded(F fn) {
+    return [l = life, fn = std::move(fn)]() mutable {
+      l->inflight.fetch_add(1);
+      if (l->alive.load()) {
+        const Life* prev = t_running_life;
+        t_running_life = l.get();
+        fn();
+        t_running_life = prev;
+      }
+      l->inflight.fetch_sub(1);
+    };
+  }
+
+  void kill() {
+    life->alive.store(false);
+    if (t_running_life == life.get()) return;
+    while (life->inflight.load() > 0) std::this_thread::yield();
+  }
   bool inited = false;
   unsigned roles = 0;
   std::vector<Interest> interests;
@@ -267,9 +300,7 @@ struct Due::Impl {
     t.pending_flags = flags;
     auto delay = t.next_allowed - now;
     std::weak_ptr<Topic> wt = tp;
-    auto alive_flag = alive;
-    backends->post_after(delay, [this, wt, alive_flag, interval] {
-      if (!alive_flag->load()) return;
+    backends->post_after(delay, guarded([this, wt, interval] {
       auto tp2 = wt.lock();
       if (!tp2) return;
       std::lock_guard l2(tp2->mu);
@@ -278,7 +309,7 @@ struct Due::Impl {
       emit(std::move(tp2->pending), *tp2, tp2->pending_flags);
       tp2->pending.reset();
       tp2->pending_flags = 0;
-    });
+    }));
   }
 
   Expected<std::shared_ptr<Topic>, std::string> topic(std::string_view key) {
@@ -368,15 +399,12 @@ struct Due::Impl {
   }
 
   void heartbeat_loop() {
-    if (!alive->load()) return;
+    if (!life->alive.load()) return;
     ++heartbeat_seq;
     Json hb{{"seq", heartbeat_seq}, {"heartbeat_ms", self->cfg_.heartbeat_interval.count()}};
     if (write(keys::heartbeat(self->app_id_, self->instance_), std::move(hb), kPubOnly | kNoWait))
       heartbeats.fetch_add(1, std::memory_order_relaxed);
-    auto flag = alive;
-    backends->post_after(self->cfg_.heartbeat_interval, [this, flag] {
-      if (flag->load()) heartbeat_loop();
-    });
+    backends->post_after(self->cfg_.heartbeat_interval, guarded([this] { heartbeat_loop(); }));
   }
 
   void on_assignment_record(const RecordPtr& r) {
@@ -415,10 +443,7 @@ struct Due::Impl {
       cb = on_assignment;
     }
     if (cb) {
-      auto flag = alive;
-      backends->post_after(std::chrono::nanoseconds(0), [cb, set, flag] {
-        if (flag->load()) cb(set);
-      });
+      backends->post_after(std::chrono::nanoseconds(0), guarded([cb, set] { cb(set); }));
     }
   }
 };
@@ -433,7 +458,7 @@ Due::Due(std::shared_ptr<Backends> backends, DueConfig cfg)
 Due::~Due() {
   if (impl_->inited && cfg_.send_goodbye)
     (void)impl_->write(keys::goodbye(app_id_, instance_), Json::object(), kPubOnly | kNoWait);
-  impl_->alive->store(false);
+  impl_->kill();  // no timer callback of this Due runs from here on
   impl_->internal_subs.clear();
   flush();
 }
@@ -473,10 +498,8 @@ Expected<void, std::string> Due::init(std::string app_id, unsigned roles,
   impl_->internal_subs.push_back(std::move(*sub));
   auto hello = observe(keys::kCoordinatorHello, [impl](const RecordPtr&) {
     // Re-register from the timer thread: the hello may arrive on a backend reader thread.
-    auto flag = impl->alive;
-    impl->backends->post_after(std::chrono::nanoseconds(0), [impl, flag] {
-      if (flag->load()) impl->send_registration();
-    });
+    impl->backends->post_after(std::chrono::nanoseconds(0),
+                               impl->guarded([impl] { impl->send_registration(); }));
   });
   if (!hello) return unexpected(hello.error());
   impl_->internal_subs.push_back(std::move(*hello));

@@ -212,6 +212,31 @@ TEST_F(DueTest, ReRegistersWhenACoordinatorSaysHello) {
   EXPECT_TRUE(eventually([&] { return regs.load() == 2; }));
 }
 
+// A hello makes the timer thread re-register the app; destroying the app while that registration
+// is still being written must wait for it (the write touches the app's state after it publishes),
+// and no later timer callback may reach the destroyed app.
+TEST_F(DueTest, DestroyingADueWaitsForItsRunningTimerCallback) {
+  Due coord(backends_);
+  ASSERT_TRUE(coord.init(std::string(keys::kCoordinatorId), kProducer | kConsumer));
+  auto app = std::make_unique<Due>(backends_, fast());
+  std::atomic<int> regs{0};
+  std::atomic<bool> in_flight{false}, finished{false};
+  auto sub = coord.observe("sdnator/apps/sensor/*/register", [&](const RecordPtr&) {
+    if (++regs < 2) return;
+    in_flight = true;
+    std::this_thread::sleep_for(100ms);
+    finished = true;
+  });
+  ASSERT_TRUE(app->init("sensor", kProducer));
+  ASSERT_TRUE(coord.write("sdnator/coordinator/hello", Json{{"instance", coord.instance()}}));
+  ASSERT_TRUE(eventually([&] { return in_flight.load(); }));
+  app.reset();
+  EXPECT_TRUE(finished.load());
+  // Heartbeats were due every 20 ms; none runs for the destroyed app.
+  std::this_thread::sleep_for(60ms);
+  EXPECT_EQ(regs.load(), 2);
+}
+
 class Assigned : public DueTest {
  protected:
   void assign(Due& coord, const Due& app, uint64_t epoch, Json items, bool active = true) {
