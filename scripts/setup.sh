@@ -37,6 +37,8 @@ PACKAGES=(
   # northbound: the HTTP server/client library; the dashboard test's headless browser (and a
   # font, so screenshots have text) and Prometheus text-format parser
   libcpp-httplib-dev chromium fonts-dejavu-core python3-prometheus-client
+  # fleet case study: the ILP solver (CBC, C API) and MD5 for the printers' HTTP Digest auth
+  coinor-libcbc-dev libssl-dev
   openvswitch-switch openvswitch-common tshark ethtool iproute2 iputils-ping iputils-arping procps psmisc python3
 )
 
