@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "apps/fleet/apps/cli.hpp"
 #include "bin/app_registry.hpp"
 #include "bin/ctl.hpp"
 #include "bin/northbound_wiring.hpp"
@@ -338,9 +339,11 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--no-api", opt.no_api, "do not serve the REST API and dashboard");
   sdn::bin::add_data_subcommands(app);
   sdn::bin::add_ctl_subcommand(app);
+  sdn::fleet::add_fleet_subcommands(app);
   CLI11_PARSE(app, argc, argv);
   if (run_cmd->parsed()) return run(opt);
   if (int status = sdn::bin::run_data_cli(); status >= 0) return status;
   if (int status = sdn::bin::run_ctl(); status >= 0) return status;
+  if (int status = sdn::fleet::run_fleet_cli(); status >= 0) return status;
   return 0;
 }

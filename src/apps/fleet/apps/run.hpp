@@ -1,0 +1,52 @@
+// One run of the fleet case study, and its replay: the emulated fleet (Machine Assets), the data
+// driver, the twins, the job creator and one scheduler, wired only through DUE on the embedded
+// backends (in-process bus, SQLite archive in the run's directory). A run ends when every job
+// has printed to the end; its figures (makespan, PPE makespan, ...) are computed from the bus, and
+// replay() computes the same figures again from the archive alone.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "apps/fleet/apps/creator.hpp"
+#include "apps/fleet/apps/scheduler.hpp"
+
+namespace sdn::fleet {
+
+struct RunConfig {
+  std::size_t printers = 5;
+  Algorithm algorithm = Algorithm::kDynamic;
+  std::string scenario = "normal";  // normal | anomalies | ppe
+  uint64_t seed = 1;
+  double factor = 30000;            // simulated minutes per real minute
+  double anomaly_probability = 0.15;  // per job, scenario "anomalies"
+  double maintenance_min = 60;
+  std::string dir;                  // the run's archive goes to dir/archive.db (required)
+  std::chrono::seconds timeout{600};
+  std::chrono::milliseconds poll_interval{2};
+  double jobs_per_printer = 8;
+  double ppe_at_min = 480;
+  sched::IlpOptions ilp;
+};
+
+struct RunResult {
+  bool ok = false;
+  std::string error;
+  RunConfig cfg;
+  std::size_t jobs = 0, finished = 0, urgent_jobs = 0;
+  double makespan = 0;       // sim minutes from 0 to the last finished print
+  double ppe_makespan = 0;   // from the PPE order's release to its last finished print
+  double regular_makespan = 0;  // last finished regular print
+  uint64_t aborted = 0, anomalies = 0, maintenances = 0, decisions = 0, ilp_fallbacks = 0,
+           ilp_optimal = 0, uploads = 0, http_requests = 0, http_failures = 0;
+  double solve_ms_max = 0, solve_ms_mean = 0;
+  double real_s = 0;
+  nlohmann::json to_json() const;
+};
+
+RunResult run_once(const RunConfig& cfg);
+// Reads dir's archive only (fleet/run, events, decisions, maintenance) and recomputes the
+// figures; error when the archive is missing or holds no run.
+Expected<nlohmann::json, std::string> replay(const std::string& archive_path);
+
+}  // namespace sdn::fleet
