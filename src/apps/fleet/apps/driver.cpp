@@ -213,6 +213,18 @@ struct Driver::Impl {
   void track_job(Printer& p, const Json& job, double t) {
     if (!p.current) return;
     if (!job.is_object()) {  // the bed was cleared: the job is gone
+      if (!p.finished_seen) {
+        // It ended and was cleared between two polls: the printer's history has the result.
+        JediReply h = p.cli->get("/history/print_jobs");
+        if (h.status == 200 && h.body.is_array()) {
+          for (const auto& old : h.body) {
+            if (old.is_object() && old.value("name", "") == p.current->id) {
+              finish(p, old, t);
+              break;
+            }
+          }
+        }
+      }
       event(p, "cleaned", p.current, t);
       p.current.reset();
       return;
@@ -225,22 +237,27 @@ struct Driver::Impl {
       event(p, "printing", p.current, t,
             Json{{"time_total_s", job.value("time_total", 0.0)}});
     }
-    if (!p.finished_seen && !result.empty()) {
-      p.finished_seen = true;
-      double at = when(job, "datetime_finished");
-      if (result == "Finished") {
-        event(p, "finished", p.current, at);
-      } else {
-        event(p, result == "Aborted" ? "aborted" : "failed", p.current, at,
-              Json{{"result", result}});
-        // A print that failed on its own (an anomaly nobody stopped) is printed again here.
-        if (result != "Aborted") {
-          p.queue.push_front(*p.current);
-          publish_queue(p);
-        }
+    if (!p.finished_seen && !result.empty()) finish(p, job, t);
+    p.job_state = st;
+  }
+
+  // The job's result is known (from /print_job or the history): one finished/aborted/failed.
+  void finish(Printer& p, const Json& job, double t) {
+    std::string result = job.value("result", "");
+    if (result.empty()) return;
+    p.finished_seen = true;
+    double at = job.contains("datetime_finished") ? when(job, "datetime_finished") : t;
+    if (result == "Finished") {
+      event(p, "finished", p.current, at);
+    } else {
+      event(p, result == "Aborted" ? "aborted" : "failed", p.current, at,
+            Json{{"result", result}});
+      // A print that failed on its own (an anomaly nobody stopped) is printed again here.
+      if (result != "Aborted") {
+        p.queue.push_front(*p.current);
+        publish_queue(p);
       }
     }
-    p.job_state = st;
   }
 
   void publish_state(Printer& p, const Json& job, double t, const Json& printer) {

@@ -40,6 +40,7 @@ std::string cnonce() {
 JediClient::JediClient(std::string host, uint16_t port, std::chrono::milliseconds timeout)
     : http_(std::make_unique<httplib::Client>(host, port)) {
   http_->set_keep_alive(true);
+  http_->set_tcp_nodelay(true);  // else Nagle + delayed ACK add ~40 ms to each request
   http_->set_connection_timeout(timeout);
   http_->set_read_timeout(timeout);
   http_->set_write_timeout(timeout);

@@ -2,6 +2,7 @@
 #include "apps/fleet/apps/scheduler.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -59,6 +60,15 @@ struct Scheduler::Impl {
   std::deque<std::vector<JobSpec>> board;  // decentralized: unclaimed orders
   std::size_t rr_cursor = 0;
   std::mt19937_64 rng;
+  // dynamic: the reconfigurable queue. Jobs stay here (planned per printer) until a printer's
+  // driver queue is empty; every new batch, returned job or changed estimate re-plans all of
+  // them on the solver thread, so dispatch never waits for CBC.
+  std::vector<std::deque<JobSpec>> plan;
+  std::map<std::string, JobSpec> uncommitted;
+  bool solving = false, replan_wanted = false, solving_urgent = false;
+  static constexpr double kLeadMin = 10;  // commit a printer's next job this long before it is free
+  const char* replan_trigger = "orders";
+  WorkQueue solver;
   std::vector<data::Due::Subscription> subs;
   mutable std::mutex stats_mu;
   SchedulerStats st;
@@ -94,6 +104,7 @@ struct Scheduler::Impl {
       index[v.name] = views.size();
       views.push_back(std::move(v));
     }
+    plan.resize(views.size());
     while (!held.empty()) {
       Json o = std::move(held.front());
       held.pop_front();
@@ -202,12 +213,19 @@ struct Scheduler::Impl {
     View* v = view_of(r);
     if (!v || !r->value.is_json()) return bad();
     const Json& m = r->value.json();
+    bool was_available = v->available;
+    double old_speed = v->speed, old_setup = v->setup;
     v->twin_seen = true;
     v->available = m.value("available", true);
     v->current_end = m.value("current_end", now());
     v->setup = m.value("setup", v->setup);
     v->speed = m.value("speed", v->speed);
     if (m.contains("current") && m["current"].is_string()) see(*v, m["current"].get<std::string>());
+    if (cfg.algorithm != Algorithm::kDynamic) return;
+    bool changed = was_available != v->available || std::abs(old_speed - v->speed) > 0.01 * old_speed ||
+                   std::abs(old_setup - v->setup) > 0.1 * old_setup;
+    if (changed && !uncommitted.empty()) replan("estimates");
+    dispatch(static_cast<std::size_t>(v - views.data()));
   }
 
   void on_queue(const data::RecordPtr& r) {
@@ -221,6 +239,136 @@ struct Scheduler::Impl {
     if (q.contains("current") && q["current"].is_string()) see(*v, q["current"].get<std::string>());
     for (const auto& h : q.value("history", Json::array()))
       if (h.is_object() && h.contains("job") && h["job"].is_string()) see(*v, h["job"].get<std::string>());
+    if (cfg.algorithm == Algorithm::kDynamic) dispatch(static_cast<std::size_t>(v - views.data()));
+  }
+
+  // Solves for every uncommitted job on the solver thread; the answer becomes the plan for the
+  // jobs still uncommitted when it comes back. One solve at a time; requests meanwhile coalesce.
+  void replan(const char* trigger) {
+    replan_trigger = trigger;
+    if (solving) {
+      replan_wanted = true;
+      return;
+    }
+    if (uncommitted.empty()) return;
+    solving = true;
+    replan_wanted = false;
+    solving_urgent = std::any_of(uncommitted.begin(), uncommitted.end(),
+                                 [](const auto& kv) { return kv.second.urgent; });
+    std::vector<sched::Machine> ms = machines();
+    std::vector<sched::Job> js;
+    std::vector<JobSpec> specs;
+    for (const auto& [id, j] : uncommitted) {
+      js.push_back(sched::Job{j.id, j.order, j.print_min, j.urgent});
+      specs.push_back(j);
+    }
+    std::string trig = trigger;
+    solver.post([this, ms = std::move(ms), js = std::move(js), specs = std::move(specs), trig]() {
+      sched::Decision d = sched::dynamic(ms, js, cfg.ilp);
+      wq.post([this, d = std::move(d), ms, specs, trig]() { apply(d, ms, specs, trig); });
+    });
+  }
+
+  void apply(const sched::Decision& d, const std::vector<sched::Machine>& ms,
+             const std::vector<JobSpec>& specs, const std::string& trigger) {
+    solving = false;
+    solving_urgent = false;
+    std::map<std::string, std::size_t> where;
+    std::map<std::string, bool> front;
+    for (const auto& p : d.placements) {
+      where[p.job] = p.machine;
+      front[p.job] = p.front;
+    }
+    // Jobs that arrived during the solve keep their old slot until the next solve.
+    std::vector<std::deque<JobSpec>> next(views.size());
+    for (std::size_t i = 0; i < plan.size(); ++i)
+      for (const auto& j : plan[i])
+        if (uncommitted.count(j.id) && !where.count(j.id)) next[i].push_back(j);
+    std::vector<JobSpec> unplaced;
+    for (const auto& j : specs) {
+      if (!uncommitted.count(j.id)) continue;  // dispatched meanwhile
+      auto it = where.find(j.id);
+      if (it == where.end() || it->second >= views.size()) {
+        unplaced.push_back(j);
+        continue;
+      }
+      auto& q = next[it->second];
+      if (front[j.id]) {
+        auto pos = std::find_if(q.begin(), q.end(), [](const JobSpec& x) { return !x.urgent; });
+        q.insert(pos, j);
+      } else {
+        q.push_back(j);
+      }
+    }
+    for (const auto& j : unplaced)
+      if (auto it = std::find_if(plan.begin(), plan.end(), [&](const auto& q) {
+            return std::any_of(q.begin(), q.end(), [&](const JobSpec& x) { return x.id == j.id; });
+          });
+          it != plan.end())
+        next[static_cast<std::size_t>(it - plan.begin())].push_back(j);
+      else
+        replan_wanted = true;  // nowhere to go (no printer available): try again later
+    plan = std::move(next);
+    {
+      std::lock_guard l(stats_mu);
+      ++st.decisions;
+      st.jobs_placed += d.placements.size();
+      st.solve_ms_sum += d.solve_ms;
+      st.solve_ms_max = std::max(st.solve_ms_max, d.solve_ms);
+      if (d.fell_back) ++st.ilp_fallbacks;
+      if (d.optimal) ++st.ilp_optimal;
+    }
+    Json rec = d.to_json();
+    rec["trigger"] = trigger;
+    rec["sim_min"] = now();
+    rec["jobs"] = specs.size();
+    Json names = Json::array();
+    for (const auto& m : ms) names.push_back(m.name);
+    rec["machines"] = std::move(names);
+    write(fkeys::decisions(), std::move(rec), data::kNoWait);
+    for (std::size_t i = 0; i < views.size(); ++i) dispatch(i);
+    if (replan_wanted) replan(replan_trigger);
+  }
+
+  // dynamic: commit the next jobs as printers come within the lead time of being free.
+  void tick() {
+    for (std::size_t i = 0; i < views.size(); ++i) dispatch(i);
+    wq.post_after(clock->real_for(1.0), [this] { tick(); });
+  }
+
+  // Just in time: a printer gets its next job once its driver queue is empty and its current
+  // job is within kLeadMin of its expected end, so at most one job beyond the running one is
+  // ever committed and a new plan still finds the rest here. Urgent jobs come first, and the
+  // first printer to come free takes one even if the plan put it elsewhere: a plan made on
+  // estimates that have since moved never holds a PPE part behind a long print.
+  void dispatch(std::size_t i) {
+    if (i >= views.size()) return;
+    View& v = views[i];
+    if (!v.available || v.queue_len + static_cast<int>(v.outstanding.size()) > 0) return;
+    if (v.twin_seen && v.current_end > now() + kLeadMin) return;
+    std::deque<JobSpec>* from = nullptr;
+    if (!plan[i].empty() && plan[i].front().urgent) {
+      from = &plan[i];
+    } else {
+      // Steal an urgent job from the printer expected to be free the latest.
+      double latest = -1;
+      for (std::size_t k = 0; k < views.size(); ++k) {
+        if (k == i || plan[k].empty() || !plan[k].front().urgent) continue;
+        double free_at = std::max(views[k].current_end, views[k].finish);
+        if (free_at > latest) {
+          latest = free_at;
+          from = &plan[k];
+        }
+      }
+    }
+    if (!from) {
+      if (plan[i].empty() || solving_urgent) return;  // regular jobs wait while PPE is planned
+      from = &plan[i];
+    }
+    JobSpec j = from->front();
+    from->pop_front();
+    uncommitted.erase(j.id);
+    send(i, {j}, false);
   }
 
   void count_decision(std::size_t jobs) {
@@ -245,6 +393,7 @@ struct Scheduler::Impl {
       m.speed = v.speed;
       m.current_end = std::max(n, v.twin_seen ? v.current_end : n);
       m.busy = m.current_end > n;
+      m.busy = m.current_end > n;
       double ready = std::max(m.current_end, v.twin_seen ? v.finish : n);
       for (const auto& j : v.outstanding) ready += v.setup + j.print_min * v.speed;
       m.ready_at = ready;
@@ -255,6 +404,11 @@ struct Scheduler::Impl {
   }
 
   void decide(const std::vector<JobSpec>& jobs, const char* trigger) {
+    if (cfg.algorithm == Algorithm::kDynamic) {
+      for (const auto& j : jobs) uncommitted[j.id] = j;
+      replan(trigger);
+      return;
+    }
     std::vector<sched::Machine> ms = machines();
     std::vector<sched::Job> js;
     for (const auto& j : jobs) js.push_back(sched::Job{j.id, j.order, j.print_min, j.urgent});
@@ -314,6 +468,7 @@ struct Scheduler::Impl {
 Scheduler::Scheduler(std::unique_ptr<Impl> i) : impl_(std::move(i)) {}
 Scheduler::~Scheduler() {
   impl_->subs.clear();
+  impl_->solver.stop();
   impl_->wq.stop();
 }
 
@@ -353,6 +508,7 @@ Expected<std::unique_ptr<Scheduler>, std::string> Scheduler::start(
                             {"fleet/*/command", std::nullopt, false}});
   if (!r) return unexpected("job scheduler: " + r.error());
   Impl* raw = impl.get();
+  if (cfg.algorithm == Algorithm::kDynamic) raw->wq.post([raw] { raw->tick(); });
   for (const auto& [k, h] : wants) {
     auto s = raw->due->observe(
         k, [raw, h = h](const data::RecordPtr& rec) { (raw->*h)(rec); }, raw->wq.executor());

@@ -58,6 +58,9 @@ JediServer::JediServer(PrinterSpec spec, std::shared_ptr<const SimClock> clock, 
   const std::size_t threads = std::max<std::size_t>(1, opt_.threads);
   server_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server_.set_keep_alive_timeout(opt_.keep_alive_timeout_s);
+  // Headers and body go out in separate writes: without TCP_NODELAY, Nagle + delayed ACK hold
+  // every answer on a keep-alive connection back by ~40 ms.
+  server_.set_tcp_nodelay(true);
   // cpp-httplib's default also sets SO_REUSEPORT, which lets a second fleet bind a port that is
   // already serving and silently share its connections; keep only SO_REUSEADDR.
   server_.set_socket_options([](socket_t sock) {
