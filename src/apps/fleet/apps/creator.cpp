@@ -48,14 +48,21 @@ std::vector<Order> make_orders(const ScenarioConfig& cfg) {
     orders.push_back(o);
   }
   if (cfg.ppe) {
-    Order p;
-    p.id = "ppe1";
-    p.urgent = true;
-    p.quantity = std::max(1, static_cast<int>(std::lround(cfg.ppe_per_printer *
-                                                          static_cast<double>(cfg.printers))));
-    p.print_min = cfg.ppe_print_min;
-    p.at_min = cfg.ppe_at_min;
-    orders.push_back(p);
+    // The urgent request arrives as production orders of ppe_batch copies each (a hospital's
+    // batch), all at once.
+    int total = std::max(1, static_cast<int>(std::lround(cfg.ppe_per_printer *
+                                                         static_cast<double>(cfg.printers))));
+    int batch = std::max(1, cfg.ppe_batch);
+    for (int n = 1; total > 0; ++n) {
+      Order p;
+      p.id = fmt::format("ppe{}", n);
+      p.urgent = true;
+      p.quantity = std::min(batch, total);
+      p.print_min = cfg.ppe_print_min;
+      p.at_min = cfg.ppe_at_min;
+      total -= p.quantity;
+      orders.push_back(p);
+    }
   }
   std::stable_sort(orders.begin(), orders.end(),
                    [](const Order& a, const Order& b) { return a.at_min < b.at_min; });

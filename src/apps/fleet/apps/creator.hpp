@@ -31,7 +31,8 @@ struct ScenarioConfig {
   bool ppe = false;                 // add an urgent PPE order
   double ppe_at_min = 480;
   double ppe_print_min = 90;        // a face-shield frame
-  double ppe_per_printer = 3;       // PPE copies per printer
+  double ppe_per_printer = 3;       // PPE copies per printer, in all
+  int ppe_batch = 6;                // copies per PPE order
   uint64_t seed = 1;
 };
 // Regular orders with print times from the triangular (48, 240, 600) minute distribution,
