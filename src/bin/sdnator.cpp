@@ -25,6 +25,7 @@
 #include "bin/ctl.hpp"
 #include "bin/northbound_wiring.hpp"
 #include "bin/data_cli.hpp"
+#include "bin/fleet_wiring.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/metrics.hpp"
@@ -340,6 +341,7 @@ int main(int argc, char** argv) {
   sdn::bin::add_data_subcommands(app);
   sdn::bin::add_ctl_subcommand(app);
   sdn::fleet::add_fleet_subcommands(app);
+  sdn::bin::install_fleet_api(SDNATOR_VERSION);
   CLI11_PARSE(app, argc, argv);
   if (run_cmd->parsed()) return run(opt);
   if (int status = sdn::bin::run_data_cli(); status >= 0) return status;

@@ -104,6 +104,7 @@ class InprocUpdates final : public Updates {
     st.published = published_.load(std::memory_order_relaxed);
     st.sent = st.published;
     st.delivered = delivered_.load(std::memory_order_relaxed);
+    st.handler_errors = handler_errors_.load(std::memory_order_relaxed);
     st.decode_errors = bad_keys_.load(std::memory_order_relaxed);
     st.connected = true;
     return st;
@@ -115,9 +116,20 @@ class InprocUpdates final : public Updates {
     if (s.alive.load(std::memory_order_acquire)) {
       const Sub* prev = t_running;
       t_running = &s;
-      s.handler(r);
+      // A handler that throws (e.g. nlohmann's value() on a record of the wrong shape) loses
+      // that one delivery, counted; it must not leave `inflight` up (unsubscribe would wait
+      // for ever) nor unwind into the publisher.
+      try {
+        s.handler(r);
+        delivered_.fetch_add(1, std::memory_order_relaxed);
+      } catch (const std::exception& e) {
+        handler_errors_.fetch_add(1, std::memory_order_relaxed);
+        SDN_LOG_RATELIMITED(spdlog::level::warn, "inproc bus: a handler of '{}' threw: {}", r->key, e.what());
+      } catch (...) {
+        handler_errors_.fetch_add(1, std::memory_order_relaxed);
+        SDN_LOG_RATELIMITED(spdlog::level::warn, "inproc bus: a handler of '{}' threw", r->key);
+      }
       t_running = prev;
-      delivered_.fetch_add(1, std::memory_order_relaxed);
     }
     s.inflight.fetch_sub(1, std::memory_order_acq_rel);
   }
@@ -157,6 +169,7 @@ class InprocUpdates final : public Updates {
   std::atomic<uint64_t> published_{0};
   std::atomic<uint64_t> delivered_{0};
   std::atomic<uint64_t> bad_keys_{0};
+  std::atomic<uint64_t> handler_errors_{0};
 };
 
 }  // namespace

@@ -191,6 +191,7 @@ class RedisUpdates final : public Updates {
       st.connected = pub_connected_;
     }
     st.delivered = shared_->delivered.load(std::memory_order_relaxed);
+    st.handler_errors = shared_->handler_errors.load(std::memory_order_relaxed);
     st.gaps = gaps_.load(std::memory_order_relaxed);
     st.decode_errors = decode_errors_.load(std::memory_order_relaxed);
     st.reconnects = reconnects_.load(std::memory_order_relaxed);

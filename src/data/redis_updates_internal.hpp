@@ -134,6 +134,7 @@ inline bool write_out(redisContext* c) {
 // State that work posted to executors may still touch after the Updates object is gone.
 struct Shared {
   std::atomic<uint64_t> delivered{0};
+  std::atomic<uint64_t> handler_errors{0};
 };
 
 // One local subscription. `call` runs the handler unless the subscription was retired; `retire`
@@ -162,9 +163,11 @@ struct Sub {
     try {
       handler(r);
     } catch (const std::exception& e) {
+      shared->handler_errors.fetch_add(1, std::memory_order_relaxed);
       SDN_LOG_RATELIMITED(spdlog::level::warn, "redis updates: handler for '{}' threw: {}",
                           r->key, e.what());
     } catch (...) {
+      shared->handler_errors.fetch_add(1, std::memory_order_relaxed);
       SDN_LOG_RATELIMITED(spdlog::level::warn, "redis updates: handler for '{}' threw", r->key);
     }
     {

@@ -22,6 +22,7 @@ struct UpdatesStats {
   uint64_t published = 0;      // records accepted by publish()
   uint64_t sent = 0;           // written to the backend (Redis: PUBLISH acknowledged)
   uint64_t delivered = 0;      // handler invocations on this process
+  uint64_t handler_errors = 0; // handler invocations that threw (caught, counted, logged)
   uint64_t dropped = 0;        // records this process failed to get out: buffer overflow while the
                                // backend was away, or unacknowledged when a connection broke
   uint64_t gaps = 0;           // records missed, seen as holes in a producer's per-key seq numbers

@@ -38,6 +38,22 @@ CPAM_PATCH = {"type": "object", "additionalProperties": False, "properties": {
     "rotation_interval_ms": {"type": "integer", "minimum": 1000, "maximum": 86400000},
     "batch_hosts": {"type": "integer", "minimum": 1, "maximum": 10000},
     "batch_delay_ms": {"type": "integer", "minimum": 0, "maximum": 60000}}}
+NUL_OBJ = {"type": "object", "nullable": True}
+FLEET = {"type": "object", "required": ["sim_min", "fleet", "run", "decision", "printers", "truncated"], "properties": {
+    "sim_min": {"type": "number", "nullable": True, "description": "simulated minute of the newest fleet record"},
+    "fleet": {**NUL_OBJ, "description": "fleet/twin/fleet: printers, online, in_maintenance, printing, anomalies, sim_min"},
+    "run": {**NUL_OBJ, "description": "fleet/run: {phase: start, config} or {phase: end, result}"},
+    "decision": {**NUL_OBJ, "description": "fleet/decisions: the latest decision (algorithm, trigger, sim_min, jobs, solve_ms, ...)"},
+    "printers": {"type": "array", "maxItems": 1000, "description": "in natural name order (um3-9 before um3-10)", "items": {
+        "type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string"},
+            "state": {**NUL_OBJ, "description": "fleet/<p>/state: status, sim_min, queue_length, maintenance_pending, job"},
+            "machine": {**NUL_OBJ, "description": "fleet/<p>/twin/machine"},
+            "queue": {**NUL_OBJ, "description": "fleet/<p>/twin/queue"},
+            "anomaly": {**NUL_OBJ, "description": "fleet/<p>/twin/anomaly"},
+            "hotend": {**NUL_OBJ, "description": "fleet/<p>/sensors/hotend: current, target, sim_min, job_state"},
+            "bed": {**NUL_OBJ, "description": "fleet/<p>/sensors/bed"}}}},
+    "truncated": {"type": "boolean", "description": "more than 1000 printers: the first 1000 are listed"}}}
 QUERY = {"type": "object", "additionalProperties": False, "properties": {
     "key": {"type": "string"}, "from_ns": {"type": "integer"}, "to_ns": {"type": "integer"},
     "app_id": {"type": "string"}, "latest": {"type": "integer"}, "limit": {"type": "integer"}}}
@@ -72,6 +88,8 @@ ROUTES = [
     ("get", "/api/v1/cpam/config", "CPAM configuration in effect", [], None, {"409": "cpam not running"}, OBJ),
     ("patch", "/api/v1/cpam/config", "Change the runtime-tunable CPAM settings", [], CPAM_PATCH,
      {"400": "unknown, fixed or out-of-range field (named)", "409": "cpam not running"}, OBJ),
+    ("get", "/api/v1/fleet", "Printer fleet (src/apps/fleet): states, twins, sensors, the run, the latest decision", [], None,
+     {"404": "no fleet/ key seen yet"}, FLEET),
     ("get", "/api/v1/apps", "Apps' counters and the Coordinator's view", [], None, {}, OBJ),
     ("get", "/api/v1/coordinator", "Coordinator state: instances, health, assignments", [], None,
      {"409": "the Coordinator runs elsewhere"}, OBJ),

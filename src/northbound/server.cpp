@@ -427,11 +427,16 @@ Expected<uint16_t, std::string> Server::start() {
       }
     }
     // The dashboard's files are public (they hold no data); everything else needs the token.
-    const bool asset = req.path == "/" || req.path == "/app.js" || req.path == "/style.css";
+    const bool asset = req.path == "/" || req.path == "/app.js" || req.path == "/fleet.js" || req.path == "/style.css";
     if (!s.cfg.token.empty() && !asset && !token_ok(req, s.cfg.token)) {
       if (s.unauthorized) s.unauthorized->inc();
       res.set_header("WWW-Authenticate", "Bearer realm=\"sdnator\"");
       reply_error(res, ApiError{401, "missing or wrong bearer token (Authorization: Bearer <token>)"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // No switch runtime (e.g. `sdnator fleet run --api`): the switch routes have nothing to read.
+    if (!s.src.controller && std::string_view(req.path).starts_with("/api/v1/switches")) {
+      reply_error(res, ApiError{503, "no switch runtime"});
       return httplib::Server::HandlerResponse::Handled;
     }
     return httplib::Server::HandlerResponse::Unhandled;
@@ -463,6 +468,7 @@ Expected<uint16_t, std::string> Server::start() {
 
   serve_asset(http, "/", "index.html", "text/html; charset=utf-8");
   serve_asset(http, "/app.js", "app.js", "text/javascript; charset=utf-8");
+  serve_asset(http, "/fleet.js", "fleet.js", "text/javascript; charset=utf-8");
   serve_asset(http, "/style.css", "style.css", "text/css; charset=utf-8");
   serve_asset(http, "/api/v1/openapi.json", "openapi.json", "application/json");
 
@@ -543,6 +549,7 @@ Expected<uint16_t, std::string> Server::start() {
 
   add_switch_routes(s);
   add_data_routes(s);
+  add_fleet_routes(s);
 
   http.Get("/api/v1", [](const httplib::Request&, httplib::Response& res) {
     const Asset* a = find_asset("openapi.json");

@@ -9,6 +9,8 @@
 // Panels: #topology (SVG graph, switches layered edge -> aggregation -> core), #rotations (CPAM
 // timeline, countdown, VIP states), #mapping (name, real IP, VIP), #rppt (latency histogram with
 // client-side quantiles), #flows (flow table sizes, PacketIn rate), #apps (Coordinator view).
+// The #fleet panel (printer fleet, shown only when /api/v1/fleet has data) lives in fleet.js,
+// which imports the helpers exported at the end of this file.
 //
 // Hooks for the headless test: in #topology-svg every switch is `.switch[data-dpid]`, every host
 // `.host[data-mac]`, every link `.link` (states in data-state); after each render body gets
@@ -303,7 +305,7 @@ function renderHealth(hl) {
   const el = $('health');
   const sw = st.switches ?? x.switches;
   el.textContent = [x.version && `v${x.version}`, typeof x.uptime_s === 'number' && `up ${fmtDur(x.uptime_s * 1000)}`,
-    typeof sw === 'number' && `${fmtInt(sw)} switches`, x.status !== 'ok' && `status ${x.status}`].filter(Boolean).join(' \u00b7 ');
+    typeof sw === 'number' && (document.body.dataset.runtime === 'none' ? 'no switch runtime' : `${fmtInt(sw)} switches`), x.status !== 'ok' && `status ${x.status}`].filter(Boolean).join(' \u00b7 ');
   el.dataset.status = x.status === 'ok' ? 'ok' : 'warn';
   el.title = `status: ${x.status}`;
 }
@@ -1010,3 +1012,6 @@ function start() {
 }
 
 guard(start)();
+
+// For fleet.js (one module instance: both load '/app.js').
+export { api, ApiError, h, $, notify, report, guard, num, fmtInt, fmtMs, renderHealth, DASH };

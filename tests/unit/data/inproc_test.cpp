@@ -137,6 +137,31 @@ TEST(InprocBus, ExecutorRunsHandlersWhereTheSubscriberSays) {
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4}));
 }
 
+// A handler that throws costs that one delivery (counted); the publisher goes on, other
+// subscribers still get the record, and unsubscribing afterwards does not wait for ever.
+TEST(InprocBus, AThrowingHandlerIsCountedAndUnsubscribeStillReturns) {
+  auto bus = make_inproc_updates();
+  int others = 0;
+  auto bad = bus->subscribe(K("a/**"), [](const RecordPtr& r) {
+    if (r->value.json().get<int>() == 1) throw std::runtime_error("wrong shape");
+  });
+  bus->subscribe(K("a/**"), [&](const RecordPtr&) { ++others; });
+  bus->publish(rec("a/b@app", 1));
+  bus->publish(rec("a/b@app", 2));
+  EXPECT_EQ(others, 2);
+  auto st = bus->stats();
+  EXPECT_EQ(st.handler_errors, 1u);
+  EXPECT_EQ(st.delivered, 3u);
+  std::atomic<bool> returned{false};
+  std::thread t([&] {
+    bus->unsubscribe(bad);
+    returned = true;
+  });
+  for (int i = 0; i < 200 && !returned; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(returned.load());
+  if (!returned) t.detach(); else t.join();
+}
+
 TEST(InprocBus, RecordWithABadKeyIsCountedNotDelivered) {
   auto bus = make_inproc_updates();
   int calls = 0;

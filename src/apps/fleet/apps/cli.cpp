@@ -35,6 +35,9 @@ struct Opts {
   std::vector<std::string> algorithms{"decentralized", "baseline", "fcfs", "dynamic"};
   double sim_min_per_poll = 0;  // experiment: factor chosen per fleet size (0 = use --factor)
   std::string archive;
+  std::string api;
+  int linger_s = 0;
+  ApiFactory api_factory;
 };
 Opts& opts() {
   static Opts o;
@@ -97,6 +100,14 @@ int run_one(Opts& o) {
     return 2;
   }
   o.rc.algorithm = *a;
+  if (!o.api.empty()) {
+    if (!o.api_factory) {
+      std::fprintf(stderr, "this binary has no northbound API\n");
+      return 2;
+    }
+    o.rc.attach = o.api_factory(o.api);
+  }
+  o.rc.linger = std::chrono::seconds(o.linger_s);
   RunResult r = run_once(o.rc);
   print_result(r);
   if (!write_json(o.json_out, r.to_json())) return 2;
@@ -167,6 +178,9 @@ void add_fleet_subcommands(CLI::App& app) {
   o.run->add_option("--scheduler", o.algorithm, "decentralized | baseline | fcfs | dynamic");
   o.run->add_option("--scenario", o.rc.scenario, "normal | anomalies | ppe");
   o.run->add_option("--seed", o.rc.seed, "seed");
+  o.run->add_option("--api", o.api, "serve the REST API and dashboard (fleet panel) on HOST:PORT during the run");
+  o.run->add_option("--linger", o.linger_s, "keep the fleet up this many seconds after the last job")
+      ->check(CLI::Range(0, 3600));
   add_run_opts(o.run);
 
   o.experiment = fleet->add_subcommand("experiment", "every scheduler x scenario x fleet size x seed");
@@ -179,6 +193,8 @@ void add_fleet_subcommands(CLI::App& app) {
   o.replay = fleet->add_subcommand("replay", "recompute a run's figures from its archive alone");
   o.replay->add_option("archive", o.archive, "the run's archive.db")->required();
 }
+
+void set_api_factory(ApiFactory f) { opts().api_factory = std::move(f); }
 
 int run_fleet_cli() {
   Opts& o = opts();

@@ -5,6 +5,10 @@
 #include <ctime>
 #include <map>
 
+#include <spdlog/spdlog.h>
+
+#include "core/log.hpp"
+
 namespace sdn::fleet {
 
 Json to_json(const JobSpec& j) {
@@ -76,7 +80,14 @@ WorkQueue::WorkQueue() {
         auto fn = std::move(ready_.front());
         ready_.pop_front();
         lock.unlock();
-        fn();
+        // A record of the wrong shape (nlohmann's value() throws on a type mismatch) costs that
+        // one callback, counted and logged, never the app.
+        try {
+          fn();
+        } catch (const std::exception& e) {
+          errors_.fetch_add(1, std::memory_order_relaxed);
+          SDN_LOG_RATELIMITED(spdlog::level::warn, "fleet: a callback failed: {}", e.what());
+        }
         lock.lock();
         continue;
       }

@@ -3,6 +3,7 @@
 // from inside another app's callback never re-enters a caller that holds its own state).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -80,6 +81,7 @@ class WorkQueue {
     return [this](std::function<void()> fn) { post(std::move(fn)); };
   }
   bool on_this_thread() const { return std::this_thread::get_id() == thread_.get_id(); }
+  uint64_t errors() const { return errors_.load(std::memory_order_relaxed); }  // tasks that threw
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -88,6 +90,7 @@ class WorkQueue {
   std::deque<std::function<void()>> ready_;
   std::multimap<Clock::time_point, std::function<void()>> timed_;
   bool stop_ = false;
+  std::atomic<uint64_t> errors_{0};
   std::thread thread_;
 };
 

@@ -41,7 +41,7 @@ struct Driver::Impl {
   std::vector<data::Due::Subscription> subs;
   WorkQueue wq;
   std::atomic<uint64_t> polls{0}, uploads{0}, upload_rejects{0}, aborts{0}, maintenances{0},
-      bad_commands{0};
+      bad_commands{0}, bad_replies{0};
   std::atomic<bool> stopping{false};
 
   double now() const { return clock->now_min(); }
@@ -297,7 +297,14 @@ struct Driver::Impl {
   void poll_all() {
     if (stopping) return;
     ++polls;
-    for (auto& p : printers) poll_one(p);
+    for (auto& p : printers) {
+      try {
+        poll_one(p);
+      } catch (const std::exception& e) {  // a printer answering JSON of the wrong shape
+        ++bad_replies;
+        SDN_LOG_RATELIMITED(spdlog::level::warn, "fleet driver: {}: bad reply: {}", p.name, e.what());
+      }
+    }
     wq.post_after(cfg.poll_interval, [this] { poll_all(); });
   }
 };
@@ -356,6 +363,7 @@ DriverStats Driver::stats() const {
   s.aborts = impl_->aborts;
   s.maintenances = impl_->maintenances;
   s.bad_commands = impl_->bad_commands;
+  s.bad_replies = impl_->bad_replies;
   // Client counters are touched only on the driver thread; read them there.
   auto pr = std::make_shared<std::promise<std::pair<uint64_t, uint64_t>>>();
   auto fut = pr->get_future();

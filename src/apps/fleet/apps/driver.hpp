@@ -25,7 +25,7 @@ struct DriverConfig {
 
 struct DriverStats {
   uint64_t polls = 0, requests = 0, http_failures = 0, uploads = 0, upload_rejects = 0,
-           aborts = 0, maintenances = 0, bad_commands = 0;
+           aborts = 0, maintenances = 0, bad_commands = 0, bad_replies = 0;
 };
 
 class Driver {

@@ -54,7 +54,8 @@ Expected<void, std::string> JediClient::pair(const std::string& application,
   ++requests_;
   httplib::Params form{{"application", application}, {"user", "sdnator"}};
   auto r = to_reply(http_->Post("/api/v1/auth/request", form));
-  if (r.status != 200 || !r.body.is_object() || !r.body.contains("id") || !r.body.contains("key")) {
+  if (r.status != 200 || !r.body.is_object() || !r.body.contains("id") || !r.body.contains("key") ||
+      !r.body["id"].is_string() || !r.body["key"].is_string()) {
     ++failures_;
     return unexpected(fmt::format("pairing request failed: {}",
                                   r.status ? fmt::format("HTTP {}", r.status) : r.error));
@@ -64,7 +65,9 @@ Expected<void, std::string> JediClient::pair(const std::string& application,
   while (true) {
     ++requests_;
     auto c = to_reply(http_->Get("/api/v1/auth/check/" + id));
-    std::string msg = c.body.is_object() ? c.body.value("message", "") : "";
+    std::string msg = c.body.is_object() && c.body.contains("message") && c.body["message"].is_string()
+                          ? c.body["message"].get<std::string>()
+                          : "";
     if (c.status == 200 && msg == "authorized") break;
     if (c.status != 200 || msg == "unknown") {
       ++failures_;

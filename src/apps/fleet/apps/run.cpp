@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -112,6 +113,13 @@ RunResult run_once(const RunConfig& cfg) {
   auto coordinator = std::make_unique<data::Coordinator>(backends, cc);
   if (auto s = coordinator->start(); !s) return fail("fleet run: coordinator: " + s.error());
 
+  std::shared_ptr<void> attachment;
+  if (cfg.attach) {
+    auto a = cfg.attach(backends, coordinator.get());
+    if (!a) return fail("fleet run: " + a.error());
+    attachment = std::move(*a);
+  }
+
   AssetsConfig ac;
   ac.printers = make_fleet(cfg.printers, cfg.seed);
   ac.factor = cfg.factor;
@@ -200,6 +208,7 @@ RunResult run_once(const RunConfig& cfg) {
     res.error = fmt::format("timed out after {} s with {} of {} jobs finished", cfg.timeout.count(),
                             res.finished, res.jobs);
   (void)run_due.write("fleet/run", Json{{"phase", "end"}, {"result", res.to_json()}}, data::kNoWait);
+  if (cfg.linger.count() > 0) std::this_thread::sleep_for(cfg.linger);
   // Stop producers before consumers: creator, driver, then the apps that react to them.
   creator->reset();
   driver->reset();
@@ -208,6 +217,7 @@ RunResult run_once(const RunConfig& cfg) {
   sub->cancel();
   run_due.sync(std::chrono::milliseconds(5000));
   assets->reset();
+  attachment.reset();
   coordinator->stop();
   return res;
 }

@@ -6,12 +6,22 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "apps/fleet/apps/creator.hpp"
 #include "apps/fleet/apps/scheduler.hpp"
 
+namespace sdn::data {
+class Coordinator;
+}
+
 namespace sdn::fleet {
+
+// Something to keep alive for a run, built on the run's backends once they exist (the binary
+// uses it for the northbound API: this layer does not depend on it). Error stops the run.
+using RunAttachment = std::function<Expected<std::shared_ptr<void>, std::string>(
+    std::shared_ptr<data::Backends>, const data::Coordinator*)>;
 
 struct RunConfig {
   std::size_t printers = 5;
@@ -29,6 +39,8 @@ struct RunConfig {
   // CBC's budget per decision inside a run. Simulated time runs `factor` times faster, so a
   // 100 ms solve would cost 50 simulated minutes at 30000x; 30 ms keeps a decision's staleness
   // near what a real deployment sees. (fleet_ilp_bench measures the 100 ms case.)
+  RunAttachment attach;             // optional
+  std::chrono::seconds linger{0};   // keep everything up this long after the last job
   sched::IlpOptions ilp = [] {
     sched::IlpOptions o;
     o.time_limit_ms = 30;

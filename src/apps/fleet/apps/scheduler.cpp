@@ -180,7 +180,7 @@ struct Scheduler::Impl {
     View* v = view_of(r);
     if (!v || !r->value.is_json()) return bad();
     const Json& s = r->value.json();
-    bool idle = s.value("status", "") == "idle" && s["job"].is_null() &&
+    bool idle = s.value("status", "") == "idle" && s.contains("job") && s["job"].is_null() &&
                 s.value("queue_length", 1) == 0 && !s.value("maintenance_pending", false);
     if (!idle) v->claim_pending = false;
     v->idle_empty = idle;

@@ -219,6 +219,10 @@ Outcome solve(const std::vector<Machine>& machines, const std::vector<std::size_
   Cbc_setParameter(m, "log", "0");
   Cbc_setParameter(m, "slog", "0");
   Cbc_setParameter(m, "timeMode", "elapsed");
+  // CGL's preprocessing crashed in CglPreProcess::postProcess when the time limit stopped a
+  // 20-printer x 2-class model mid-search (a fleet run with anomalies, reproducible); our models
+  // are small and already tight, so it is off.
+  Cbc_setParameter(m, "preprocess", "off");
   Cbc_setMaximumSeconds(m, seconds);
   Cbc_setParameter(m, "sec", fmt::format("{:.6f}", seconds).c_str());
   if (opt.relative_gap > 0) {
@@ -446,6 +450,26 @@ Decision dynamic(const std::vector<Machine>& machines, const std::vector<Job>& j
   };
   if (!finite_inputs(machines, jobs) || !std::isfinite(eps) || !std::isfinite(opt.time_limit_ms)) {
     return use_fallback("non-finite input: lpt placements");
+  }
+
+  // One job or one machine: the exact answer by enumeration, without CBC (whose crunch step
+  // asserts on such degenerate models: OsiClpSolverInterface::crunch, CBC 2.10.8).
+  if (jobs.size() == 1 || avail.size() == 1) {
+    std::vector<Placement> best;
+    double best_obj = std::numeric_limits<double>::infinity();
+    for (std::size_t i : jobs.size() == 1 ? avail : std::vector<std::size_t>{avail.front()}) {
+      std::vector<Placement> p;
+      for (const auto& j : jobs) p.push_back({j.id, i, j.urgent});
+      double obj = ilp_objective(machines, jobs, p, eps);
+      if (obj < best_obj) {
+        best_obj = obj;
+        best = std::move(p);
+      }
+    }
+    d.placements = std::move(best);
+    d.optimal = true;
+    d.note = jobs.size() == 1 ? "one job: best machine by enumeration" : "one machine available";
+    return finish(d);
   }
 
   std::vector<JobClass> classes = classes_of(jobs);

@@ -211,6 +211,63 @@ TEST(FleetApps, SmallExperimentEndToEndAndReplayFromTheArchive) {
   std::filesystem::remove_all(dir);
 }
 
+
+TEST(FleetApps, BadRecordsAreCountedAndTheAppsKeepWorking) {
+  auto backends = std::make_shared<data::Backends>(data::make_inproc_updates(), nullptr);
+  AssetsConfig ac;
+  ac.printers = make_fleet(1, 3);
+  ac.factor = 60000;
+  auto assets = MachineAssets::start(ac);
+  ASSERT_TRUE(assets) << assets.error();
+  auto clock = (*assets)->clock_ptr();
+  data::Due probe(backends);
+  ASSERT_TRUE(probe.init("probe", data::kConsumer));
+  Tap events(probe, "fleet/*/events@fleetdriver");
+  SchedulerConfig schc;
+  schc.algorithm = Algorithm::kFcfs;
+  auto scheduler = Scheduler::start(backends, schc, clock);
+  ASSERT_TRUE(scheduler) << scheduler.error();
+  TwinConfig tc;
+  tc.printers = {ac.printers[0].name};
+  auto twins = Twins::start(backends, tc, clock);
+  ASSERT_TRUE(twins) << twins.error();
+  DriverConfig dc;
+  dc.printers = (*assets)->endpoints();
+  auto driver = Driver::start(backends, dc, clock);
+  ASSERT_TRUE(driver) << driver.error();
+  const std::string p = ac.printers[0].name;
+  // Garbage under every key the apps read, from impostors with the right app ids.
+  data::Due fake_driver(backends), fake_creator(backends), fake_sched(backends);
+  ASSERT_TRUE(fake_driver.init("fleetdriver", data::kProducer));
+  ASSERT_TRUE(fake_creator.init("jobcreator", data::kProducer));
+  ASSERT_TRUE(fake_sched.init("jobscheduler", data::kProducer));
+  ASSERT_TRUE(fake_driver.write("fleet/" + p + "/state", Json{{"status", 5}, {"job", "x"}}));
+  ASSERT_TRUE(fake_driver.write("fleet/" + p + "/queue", Json{{"jobs", "x"}}));
+  ASSERT_TRUE(fake_driver.write("fleet/" + p + "/events", Json{{"event", 3}, {"job", {{"id", 1}}}}));
+  ASSERT_TRUE(fake_driver.write("fleet/" + p + "/sensors/bed", Json("hot")));
+  ASSERT_TRUE(fake_creator.write("fleet/orders", Json{{"orders", {{{"jobs", {{{"id", 1}}}}}}}}));
+  ASSERT_TRUE(fake_creator.write("fleet/orders", Json::array()));
+  ASSERT_TRUE(fake_sched.write("fleet/" + p + "/command", Json{{"op", "enqueue"}, {"jobs", {{{"id", "z"}}}}}));
+  ASSERT_TRUE(fake_sched.write("fleet/" + p + "/command", Json{{"op", "dance"}}));
+  ASSERT_TRUE(fake_sched.write("fleet/" + p + "/command", data::Bytes{"\x01\x02"}));
+  EXPECT_TRUE(eventually([&] { return (*driver)->stats().bad_commands >= 3; }, 5s));
+  EXPECT_TRUE(eventually([&] { return (*scheduler)->stats().bad_records >= 2; }, 5s));
+  // A real order still goes through.
+  Order o;
+  o.id = "ok";
+  o.print_min = 30;
+  auto creator = JobCreator::start(backends, {o}, clock);
+  ASSERT_TRUE(creator) << creator.error();
+  EXPECT_TRUE(eventually([&] {
+    return events.any([](const Json& e) { return e.contains("event") && e["event"] == "finished"; });
+  }, 20s));
+  EXPECT_GE(backends->updates().stats().handler_errors, 1u);  // the impostors' records, counted
+  creator->reset();
+  driver->reset();
+  twins->reset();
+  scheduler->reset();
+}
+
 TEST(FleetApps, BadConfigIsAnError) {
   RunConfig rc;
   rc.dir = temp_dir("bad");
