@@ -91,10 +91,13 @@ WorkQueue::WorkQueue() {
         lock.lock();
         continue;
       }
-      if (timed_.empty())
+      if (timed_.empty()) {
         cv_.wait(lock);
-      else
-        cv_.wait_until(lock, timed_.begin()->first);
+      } else {
+        // A copy: stop() may clear timed_ while we wait, and wait_until reads it on waking.
+        const Clock::time_point until = timed_.begin()->first;
+        cv_.wait_until(lock, until);
+      }
     }
   });
 }

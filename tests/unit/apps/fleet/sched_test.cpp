@@ -458,15 +458,16 @@ TEST(FleetDynamic, PolishImprovesTheWarmStartAndNeverHurts) {
   EXPECT_DOUBLE_EQ(small.expected_makespan, 6);
   EXPECT_TRUE(small.optimal) << small.note;
 
-  // A fleet too big for CBC to improve on in 20 ms: the result is at least as good as LPT's
-  // and, here, strictly better thanks to the polish (fell_back: CBC added nothing).
+  // A fleet too big for CBC to improve on in 20 ms: the result is at least as good as LPT's.
+  // (How much the polish gains in its 2 ms depends on the machine's speed: under ASan it may
+  // be nothing, so only "never worse" is asserted here; the small case above is exact.)
   Tiny t = random_fleet(3, 30, 120, 12, 0);
   Decision l = lpt(t.machines, t.jobs);
   opt.time_limit_ms = 20;
   Decision d = dynamic(t.machines, t.jobs, opt);
   SCOPED_TRACE(d.note);
   expect_complete(d, t.machines, t.jobs);
-  EXPECT_LT(d.expected_makespan, l.expected_makespan - 1);
+  EXPECT_LE(d.expected_makespan, l.expected_makespan + 1e-6);
   opt.polish = false;
   Decision plain = dynamic(t.machines, t.jobs, opt);
   EXPECT_LE(d.expected_makespan, plain.expected_makespan + 1e-6);
