@@ -309,23 +309,7 @@ struct Scheduler::Impl {
       else
         replan_wanted = true;  // nowhere to go (no printer available): try again later
     plan = std::move(next);
-    {
-      std::lock_guard l(stats_mu);
-      ++st.decisions;
-      st.jobs_placed += d.placements.size();
-      st.solve_ms_sum += d.solve_ms;
-      st.solve_ms_max = std::max(st.solve_ms_max, d.solve_ms);
-      if (d.fell_back) ++st.ilp_fallbacks;
-      if (d.optimal) ++st.ilp_optimal;
-    }
-    Json rec = d.to_json();
-    rec["trigger"] = trigger;
-    rec["sim_min"] = now();
-    rec["jobs"] = specs.size();
-    Json names = Json::array();
-    for (const auto& m : ms) names.push_back(m.name);
-    rec["machines"] = std::move(names);
-    write(fkeys::decisions(), std::move(rec), data::kNoWait);
+    record(d, ms, trigger.c_str(), specs.size());
     for (std::size_t i = 0; i < views.size(); ++i) dispatch(i);
     if (replan_wanted) replan(replan_trigger);
   }
@@ -431,6 +415,15 @@ struct Scheduler::Impl {
       per[{p.machine, p.front}].push_back(*it->second);
     }
     for (auto& [k, list] : per) send(k.first, list, k.second);
+    if (d.placements.size() != jobs.size())
+      spdlog::warn("job scheduler: {} of {} jobs placed ({})", d.placements.size(), jobs.size(),
+                   d.note);
+    record(d, ms, trigger, jobs.size());
+  }
+
+  // Counts a centralized decision and archives it on fleet/decisions.
+  void record(const sched::Decision& d, const std::vector<sched::Machine>& ms, const char* trigger,
+              std::size_t jobs) {
     {
       std::lock_guard l(stats_mu);
       ++st.decisions;
@@ -440,13 +433,10 @@ struct Scheduler::Impl {
       if (d.fell_back) ++st.ilp_fallbacks;
       if (d.optimal) ++st.ilp_optimal;
     }
-    if (d.placements.size() != jobs.size())
-      spdlog::warn("job scheduler: {} of {} jobs placed ({})", d.placements.size(), jobs.size(),
-                   d.note);
     Json rec = d.to_json();
     rec["trigger"] = trigger;
     rec["sim_min"] = now();
-    rec["jobs"] = jobs.size();
+    rec["jobs"] = jobs;
     Json names = Json::array();
     for (const auto& m : ms) names.push_back(m.name);
     rec["machines"] = std::move(names);
