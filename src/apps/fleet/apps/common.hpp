@@ -51,6 +51,13 @@ inline std::string returned() { return "fleet/jobs/returned"; }
 // Written by the job creator and the scheduler.
 inline std::string orders() { return "fleet/orders"; }
 inline std::string decisions() { return "fleet/decisions"; }
+// The <p> of a fleet/<p>/... key ("" when the key has no second segment).
+inline std::string_view printer_of(std::string_view key) {
+  auto a = key.find('/');
+  auto b = a == std::string_view::npos ? a : key.find('/', a + 1);
+  if (b == std::string_view::npos) return {};
+  return key.substr(a + 1, b - a - 1);
+}
 }  // namespace fkeys
 
 // One print job as the apps pass it: a copy of one part of one order.

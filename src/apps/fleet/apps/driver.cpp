@@ -110,18 +110,12 @@ struct Driver::Impl {
     }
   }
 
-  static double temp(const Json& j, const char* which) {
+  // One sensor's "current" or "target" from GET /printer (0 when the printer left it out).
+  static double sensor_value(const Json& printer, std::string_view which, const char* field) {
     try {
-      if (std::string_view(which) == "bed") return j.at("bed").at("temperature").at("current");
-      return j.at("heads").at(0).at("extruders").at(0).at("hotend").at("temperature").at("current");
-    } catch (...) {
-      return 0;
-    }
-  }
-  static double target(const Json& j, const char* which) {
-    try {
-      if (std::string_view(which) == "bed") return j.at("bed").at("temperature").at("target");
-      return j.at("heads").at(0).at("extruders").at(0).at("hotend").at("temperature").at("target");
+      const Json& t = which == "bed" ? printer.at("bed").at("temperature")
+                                     : printer.at("heads").at(0).at("extruders").at(0).at("hotend").at("temperature");
+      return t.at(field).get<double>();
     } catch (...) {
       return 0;
     }
@@ -287,7 +281,8 @@ struct Driver::Impl {
     if (printer.is_object()) {
       for (const char* which : {"hotend", "bed"}) {
         write(fkeys::sensor(p.name, which),
-              Json{{"current", temp(printer, which)}, {"target", target(printer, which)},
+              Json{{"current", sensor_value(printer, which, "current")},
+                   {"target", sensor_value(printer, which, "target")},
                    {"sim_min", t}, {"job_state", job.is_object() ? job.value("state", "") : ""}},
               data::kPubOnly);
       }

@@ -82,10 +82,7 @@ struct Scheduler::Impl {
   }
 
   View* view_of(const data::RecordPtr& r) {
-    auto a = r->key.find('/');
-    auto b = r->key.find('/', a + 1);
-    if (a == std::string::npos || b == std::string::npos) return nullptr;
-    auto it = index.find(r->key.substr(a + 1, b - a - 1));
+    auto it = index.find(std::string(fkeys::printer_of(r->key)));
     return it == index.end() ? nullptr : &views[it->second];
   }
 
@@ -424,10 +421,9 @@ struct Scheduler::Impl {
   // Counts a centralized decision and archives it on fleet/decisions.
   void record(const sched::Decision& d, const std::vector<sched::Machine>& ms, const char* trigger,
               std::size_t jobs) {
+    count_decision(d.placements.size());
     {
       std::lock_guard l(stats_mu);
-      ++st.decisions;
-      st.jobs_placed += d.placements.size();
       st.solve_ms_sum += d.solve_ms;
       st.solve_ms_max = std::max(st.solve_ms_max, d.solve_ms);
       if (d.fell_back) ++st.ilp_fallbacks;

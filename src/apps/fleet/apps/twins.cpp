@@ -62,10 +62,7 @@ struct Twins::Impl {
 
   // The printer named by a fleet/<p>/... key, or null.
   PrinterTwin* twin_of(const data::RecordPtr& r) {
-    auto a = r->key.find('/');
-    auto b = r->key.find('/', a + 1);
-    if (a == std::string::npos || b == std::string::npos) return nullptr;
-    auto it = twins.find(r->key.substr(a + 1, b - a - 1));
+    auto it = twins.find(std::string(fkeys::printer_of(r->key)));
     return it == twins.end() ? nullptr : &it->second;
   }
 
@@ -90,7 +87,14 @@ struct Twins::Impl {
     double cend = current_end(t, n);
     double finish = cend;
     for (const auto& j : t.queued) finish += t.setup + j.print_min * t.speed;
-    Json machine{{"status", t.status},
+    std::string msig = fmt::format("{}|{}|{:.3f}|{:.4f}|{:.3f}|{}|{}", t.status, available(t, n),
+                                   cend, t.speed, t.setup, t.maintenance_pending,
+                                   t.current ? t.current->id : "");
+    // Called on every polled state: the records are built only when they changed.
+    if (force || msig != t.last_machine_sig) {
+      t.last_machine_sig = msig;
+      write(fkeys::twin(t.name, "machine"),
+            Json{{"status", t.status},
                  {"available", available(t, n)},
                  {"current_end", cend},
                  {"speed", t.speed},
@@ -98,21 +102,15 @@ struct Twins::Impl {
                  {"maintenance_pending", t.maintenance_pending},
                  {"maintenance_until", t.maintenance_until},
                  {"current", t.current ? Json(t.current->id) : Json(nullptr)},
-                 {"sim_min", n}};
-    std::string msig = fmt::format("{}|{}|{:.3f}|{:.4f}|{:.3f}|{}|{}", t.status, available(t, n),
-                                   cend, t.speed, t.setup, t.maintenance_pending,
-                                   t.current ? t.current->id : "");
-    if (force || msig != t.last_machine_sig) {
-      t.last_machine_sig = msig;
-      write(fkeys::twin(t.name, "machine"), std::move(machine));
+                 {"sim_min", n}});
     }
-    Json ids = Json::array();
-    for (const auto& j : t.queued) ids.push_back(j.id);
-    Json hist = Json::array();
-    for (const auto& h : t.history) hist.push_back(h);
     std::string qsig = fmt::format("{}|{:.3f}|{}", t.queue_version, finish, t.history.size());
     if (force || qsig != t.last_queue_sig) {
       t.last_queue_sig = qsig;
+      Json ids = Json::array();
+      for (const auto& j : t.queued) ids.push_back(j.id);
+      Json hist = Json::array();
+      for (const auto& h : t.history) hist.push_back(h);
       write(fkeys::twin(t.name, "queue"),
             Json{{"length", t.queued.size()},
                  {"finish_time", finish},
