@@ -34,6 +34,8 @@ PACKAGES=(
   openvswitch-testcontroller
   # eval/: the paper's traffic generators (iperf3) and the reconnaissance scanner (nmap)
   iperf3 nmap
+  # ids case study: the attacker namespace's SYN flood (hping3)
+  hping3
   # northbound: the HTTP server/client library; the dashboard test's headless browser (and a
   # font, so screenshots have text) and Prometheus text-format parser
   libcpp-httplib-dev chromium fonts-dejavu-core python3-prometheus-client

@@ -81,6 +81,7 @@ reap_integration_leftovers() {
         warn "killing left-over pid $pid from integration testbed $prefix"; kill -KILL "$pid" 2>/dev/null || true
       fi
     done <"$f"
+    bash scripts/ids_tap.sh --prefix "$prefix" down || true
     bash scripts/testbed.sh --prefix "$prefix" down || true
     rm -f "$f"
   done

@@ -9,12 +9,15 @@
 #include "apps/cpam/cpam.hpp"
 #include "apps/forwarding/fabric.hpp"
 #include "apps/forwarding/forwarding.hpp"
+#include "apps/ids/detector.hpp"
+#include "apps/ids/sampler.hpp"
+#include "apps/mitigation/mitigation.hpp"
 #include "apps/topology/topology.hpp"
 #include "apps/topology/wire.hpp"
 
 namespace sdn::bin {
 
-std::vector<std::string> known_apps() { return {"topology", "cpam", "forwarding"}; }
+std::vector<std::string> known_apps() { return {"topology", "cpam", "forwarding", "sampler", "ids", "mitigation"}; }
 
 void AppSet::add_reporter(std::string app, std::function<nlohmann::json()> report) {
   std::lock_guard lock(mu_);
@@ -72,6 +75,26 @@ nlohmann::json fabric_stats(const apps::FabricCounters& c) {
           {"topology_errors", c.topology_errors}};
 }
 
+// An app that is a service of its own (a thread, a subscription) rather than a switch handler:
+// shard 0's instance starts it and stops it with the runtime.
+class ServiceApp : public southbound::App {
+ public:
+  ServiceApp(std::string name, unsigned shard, std::function<void()> start, std::function<void()> stop)
+      : name_(std::move(name)), shard_(shard), start_(std::move(start)), stop_(std::move(stop)) {}
+  std::string_view name() const override { return name_; }
+  void on_start(southbound::Runtime&, unsigned) override {
+    if (shard_ == 0 && start_) start_();
+  }
+  void on_stop() override {
+    if (shard_ == 0 && stop_) stop_();
+  }
+
+ private:
+  std::string name_;
+  unsigned shard_;
+  std::function<void()> start_, stop_;
+};
+
 }  // namespace
 
 Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, const std::vector<std::string>& names) {
@@ -82,6 +105,9 @@ Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, cons
   apps::ForwardingConfig fwd = apps::read_forwarding_config(cfg);
   apps::topology::TopologyConfig topo = apps::topology::read_topology_config(cfg);
   apps::cpam::CpamConfig cpam = apps::cpam::read_cpam_config(cfg);
+  apps::ids::SamplerConfig sampler = apps::ids::read_sampler_config(cfg);
+  apps::ids::DetectorConfig detector = apps::ids::read_detector_config(cfg);
+  apps::mitigation::MitigationConfig mitigation = apps::mitigation::read_mitigation_config(cfg);
   const bool has_topology = std::find(wanted.begin(), wanted.end(), "topology") != wanted.end();
   std::weak_ptr<AppSet> weak = set;
   for (const auto& name : wanted) {
@@ -148,6 +174,56 @@ Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, cons
         const apps::Forwarding* raw = app.get();
         if (auto s = weak.lock()) s->add_reporter("forwarding", [raw] { return learning_stats(raw->counters()); });
         return app;
+      });
+    } else if (name == "sampler") {
+      if (sampler.interfaces.empty())
+        return unexpected(std::string("sampler: no capture interfaces ([sampler] interfaces)"));
+      set->factories.push_back([sampler, weak](unsigned shard) -> std::unique_ptr<southbound::App> {
+        auto s = weak.lock();
+        if (s && !s->sampler) {
+          auto due = s->due_for("sampler", data::kProducer, {},
+                                {{std::string(apps::ids::kTrafficPattern), sampler.max_freq}});
+          s->sampler = std::make_shared<apps::ids::Sampler>(sampler, std::move(due));
+          std::weak_ptr<apps::ids::Sampler> ws = s->sampler;
+          s->add_reporter("sampler", [ws] { return ws.lock() ? ws.lock()->stats_json() : nlohmann::json::object(); });
+        }
+        std::shared_ptr<apps::ids::Sampler> svc = s ? s->sampler : nullptr;
+        return std::make_unique<ServiceApp>(
+            "sampler", shard, [svc] { if (svc) svc->start(); }, [svc] { if (svc) svc->stop(); });
+      });
+    } else if (name == "ids") {
+      set->factories.push_back([detector, weak](unsigned shard) -> std::unique_ptr<southbound::App> {
+        auto s = weak.lock();
+        if (s && !s->detector) {
+          auto due = s->due_for("ids", data::kProducer | data::kConsumer,
+                                {{std::string(apps::ids::kTrafficPattern), detector.traffic_freq}},
+                                {{std::string(apps::ids::kIdsPattern), std::nullopt}});
+          s->detector = std::make_shared<apps::ids::Detector>(detector, std::move(due));
+          std::weak_ptr<apps::ids::Detector> wd = s->detector;
+          s->add_reporter("ids", [wd] { return wd.lock() ? wd.lock()->stats_json() : nlohmann::json::object(); });
+        }
+        std::shared_ptr<apps::ids::Detector> svc = s ? s->detector : nullptr;
+        return std::make_unique<ServiceApp>(
+            "ids", shard,
+            [svc] {
+              if (!svc) return;
+              if (auto r = svc->start(); !r) spdlog::error("ids: {}", r.error());
+            },
+            [svc] { if (svc) svc->stop(); });
+      });
+    } else if (name == "mitigation") {
+      set->factories.push_back([mitigation, weak](unsigned shard) -> std::unique_ptr<southbound::App> {
+        auto s = weak.lock();
+        if (s && !s->mitigation) {
+          auto due = s->due_for("mitigation", data::kProducer | data::kConsumer,
+                                {{std::string(apps::mitigation::kSuspectPattern), std::nullopt}},
+                                {{std::string(apps::mitigation::kMitigationPattern), std::nullopt}});
+          s->mitigation = std::make_shared<apps::mitigation::MitigationService>(mitigation, std::move(due));
+          std::weak_ptr<apps::mitigation::MitigationService> wm = s->mitigation;
+          s->add_reporter("mitigation", [wm] { return wm.lock() ? wm.lock()->stats_json() : nlohmann::json::object(); });
+        }
+        auto svc = s ? s->mitigation : std::make_shared<apps::mitigation::MitigationService>(mitigation, nullptr);
+        return std::make_unique<apps::mitigation::Mitigation>(std::move(svc), shard);
       });
     } else {
       return unexpected(fmt::format("unknown app '{}' (known: {})", name, fmt::join(known_apps(), ", ")));

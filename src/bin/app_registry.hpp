@@ -20,6 +20,13 @@
 namespace sdn::apps::cpam {
 class CpamService;
 }
+namespace sdn::apps::ids {
+class Sampler;
+class Detector;
+}  // namespace sdn::apps::ids
+namespace sdn::apps::mitigation {
+class MitigationService;
+}
 
 namespace sdn::bin {
 
@@ -37,6 +44,11 @@ class AppSet {
   // The CPAM service once its first instance exists (null when cpam is not configured): what
   // the northbound API's CPAM hooks reach.
   std::shared_ptr<apps::cpam::CpamService> cpam;
+  // The ids case study's services when configured (null otherwise): what the northbound API's
+  // ids and mitigation hooks reach.
+  std::shared_ptr<apps::ids::Sampler> sampler;
+  std::shared_ptr<apps::ids::Detector> detector;
+  std::shared_ptr<apps::mitigation::MitigationService> mitigation;
 
   // Counters of every app instance created so far, summed per app name.
   nlohmann::json stats() const;

@@ -8,6 +8,9 @@
 #include <fmt/format.h>
 
 #include "apps/cpam/cpam.hpp"
+#include "apps/ids/detector.hpp"
+#include "apps/ids/sampler.hpp"
+#include "apps/mitigation/mitigation.hpp"
 #include "pkt/addr.hpp"
 #include "southbound/controller.hpp"
 
@@ -194,6 +197,36 @@ northbound::CpamHooks cpam_hooks(std::shared_ptr<apps::cpam::CpamService> svc, s
   return h;
 }
 
+// The mitigation service's errors as API errors: "field: why" names the field (400), the rest by
+// what they say.
+ApiError mitigation_error(const std::string& e) {
+  if (e == "not blocked") return ApiError{404, "not blocked", "mac"};
+  if (e.rfind("timeout", 0) == 0) return ApiError{504, e};
+  if (e == "mac: already blocked") return ApiError{409, e, "mac"};
+  const auto colon = e.find(':');
+  return ApiError{400, e, colon == std::string::npos ? std::string() : e.substr(0, colon)};
+}
+
+northbound::IdsHooks ids_hooks(const AppSet& apps) {
+  northbound::IdsHooks h;
+  if (auto d = apps.detector) h.detector = [d] { return d->status_json(); };
+  if (auto sm = apps.sampler) h.sampler = [sm] { return sm->stats_json(); };
+  if (auto m = apps.mitigation) {
+    h.blocks = [m] { return m->blocks_json(); };
+    h.block = [m](const std::string& mac, const std::string& ip, std::optional<uint32_t> d) -> Expected<Json, ApiError> {
+      auto r = m->block(mac, ip, d);
+      if (!r) return unexpected(mitigation_error(r.error()));
+      return *r;
+    };
+    h.unblock = [m](const std::string& mac) -> Expected<Json, ApiError> {
+      auto r = m->unblock(mac);
+      if (!r) return unexpected(mitigation_error(r.error()));
+      return *r;
+    };
+  }
+  return h;
+}
+
 }  // namespace
 
 northbound::Sources northbound_sources(southbound::Controller& ctl, core::Metrics& metrics,
@@ -210,6 +243,7 @@ northbound::Sources northbound_sources(southbound::Controller& ctl, core::Metric
   s.data_stats = std::move(data_stats);
   s.process_stats = std::move(process_stats);
   if (apps.cpam) s.cpam = cpam_hooks(apps.cpam, ctl, timeout);
+  s.ids = ids_hooks(apps);
   return s;
 }
 

@@ -112,6 +112,27 @@ std::vector<std::string> Config::get_string_list(std::string_view section, std::
   return out;
 }
 
+std::vector<double> Config::get_double_list(std::string_view section, std::string_view key, std::vector<double> def,
+                                            double min, double max) {
+  const toml::node* n = node(section, key);
+  if (!n) return def;
+  const toml::array* arr = n->as_array();
+  const auto bad = [&] {
+    problems_.push_back(fmt::format("{}.{}: expected a non-empty array of numbers in [{}, {}]", section, key, min, max));
+    return def;
+  };
+  if (!arr || arr->empty()) return bad();
+  std::vector<double> out;
+  for (const auto& e : *arr) {
+    std::optional<double> v;
+    if (e.is_floating_point()) v = *e.value<double>();
+    else if (e.is_integer()) v = static_cast<double>(*e.value<int64_t>());
+    if (!v || !(*v >= min && *v <= max)) return bad();
+    out.push_back(*v);
+  }
+  return out;
+}
+
 std::vector<std::string> Config::finish() const {
   std::vector<std::string> out = problems_;
   for (const auto& [k, v] : root_) {

@@ -31,6 +31,9 @@ class Config {
   std::string get_string(std::string_view section, std::string_view key, std::string def);
   std::vector<std::string> get_string_list(std::string_view section, std::string_view key,
                                            std::vector<std::string> def);
+  // A non-empty array of numbers, each in [min, max] (integers accepted).
+  std::vector<double> get_double_list(std::string_view section, std::string_view key, std::vector<double> def,
+                                      double min = -1e300, double max = 1e300);
   // Whether the file sets that key (command-line flags override only what the file left unset).
   bool has(std::string_view section, std::string_view key) const;
 

@@ -58,6 +58,12 @@ QUERY = {"type": "object", "additionalProperties": False, "properties": {
     "key": {"type": "string"}, "from_ns": {"type": "integer"}, "to_ns": {"type": "integer"},
     "app_id": {"type": "string"}, "latest": {"type": "integer"}, "limit": {"type": "integer"}}}
 
+BLOCK = {"type": "object", "required": ["mac"], "additionalProperties": False, "properties": {
+    "mac": {"type": "string", "description": "source MAC to drop (eth_src)"},
+    "ip": {"type": "string", "description": "its IPv4 address (required with [mitigation] match = \"ip\")"},
+    "duration_s": {"type": "integer", "minimum": 1, "maximum": 65535,
+                   "description": "hard timeout; default by offence (block_s x repeat_factor^earlier offences)"}}}
+
 # (method, path, summary, params, request body schema, {status: description}, response schema)
 ROUTES = [
     ("get", "/api/v1", "Index: version and every route", [], None, {}, OBJ),
@@ -90,6 +96,19 @@ ROUTES = [
      {"400": "unknown, fixed or out-of-range field (named)", "409": "cpam not running"}, OBJ),
     ("get", "/api/v1/fleet", "Printer fleet (src/apps/fleet): states, twins, sensors, the run, the latest decision", [], None,
      {"404": "no fleet/ key seen yet"}, FLEET),
+    ("get", "/api/v1/ids", "Intrusion detection (src/apps/ids): detector phase, threshold, model, counters; sampler counters; "
+     "latest suspects", [], None, {"409": "neither ids nor sampler running"}, OBJ),
+    ("get", "/api/v1/ids/scores", "Detector score windows from Data Archives (newest N)", [q("limit", "default 100", "integer")],
+     None, {"409": "archives off"}, ARR),
+    ("get", "/api/v1/mitigation/blocks", "Drop rules in force (src/apps/mitigation)", [], None, {"409": "mitigation not running"}, ARR),
+    ("post", "/api/v1/mitigation/blocks", "Block a MAC on every switch (confirmed by barriers)", [], BLOCK,
+     {"201": "installed", "400": "bad field (named)", "409": "already blocked or mitigation not running",
+      "504": "a switch did not confirm"}, OBJ),
+    ("delete", "/api/v1/mitigation/blocks/{mac}", "Lift a block (its rules deleted on every switch)",
+     [{"name": "mac", "in": "path", "required": True, "schema": {"type": "string"}}], None,
+     {"404": "not blocked", "409": "mitigation not running", "504": "a switch did not confirm"}, OBJ),
+    ("get", "/api/v1/mitigation/actions", "Mitigation actions (block, unblock, expired) from Data Archives",
+     [q("limit", "default 100", "integer")], None, {"409": "archives off"}, ARR),
     ("get", "/api/v1/apps", "Apps' counters and the Coordinator's view", [], None, {}, OBJ),
     ("get", "/api/v1/coordinator", "Coordinator state: instances, health, assignments", [], None,
      {"409": "the Coordinator runs elsewhere"}, OBJ),
@@ -131,7 +150,7 @@ def build():
         op = {"summary": summary, "operationId": f"{method}_{path.strip('/').replace('/', '_').replace('{', '').replace('}', '').replace('.', '_')}",
               "parameters": params, "responses": responses}
         if body is not None:
-            op["requestBody"] = {"required": method == "post" and path.endswith("/flows"),
+            op["requestBody"] = {"required": method == "post" and (path.endswith("/flows") or path.endswith("/blocks")),
                                  "content": {"application/json": {"schema": body}}}
         paths.setdefault(path, {})[method] = op
     return {

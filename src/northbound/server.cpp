@@ -550,6 +550,7 @@ Expected<uint16_t, std::string> Server::start() {
   add_switch_routes(s);
   add_data_routes(s);
   add_fleet_routes(s);
+  add_ids_routes(s);
 
   http.Get("/api/v1", [](const httplib::Request&, httplib::Response& res) {
     const Asset* a = find_asset("openapi.json");

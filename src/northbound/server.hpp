@@ -68,6 +68,18 @@ struct CpamHooks {
   std::function<Expected<nlohmann::json, ApiError>(const nlohmann::json& patch)> update_config;
 };
 
+// What the ids case study's apps offer the API (src/apps/ids, src/apps/mitigation). A member is
+// null when its app is not running. Thread-safe; block/unblock wait for the switches' barriers.
+struct IdsHooks {
+  std::function<nlohmann::json()> detector;  // phase, threshold, model, counters
+  std::function<nlohmann::json()> sampler;   // capture counters
+  std::function<nlohmann::json()> blocks;    // the blocks in force
+  std::function<Expected<nlohmann::json, ApiError>(const std::string& mac, const std::string& ip,
+                                                   std::optional<uint32_t> duration_s)>
+      block;
+  std::function<Expected<nlohmann::json, ApiError>(const std::string& mac)> unblock;
+};
+
 struct Sources {
   southbound::Controller* controller = nullptr;
   core::Metrics* metrics = nullptr;
@@ -77,6 +89,7 @@ struct Sources {
   std::function<nlohmann::json()> data_stats;      // updates/archive stats
   std::function<nlohmann::json()> process_stats;   // rss_bytes, threads, uptime_s, ...
   std::optional<CpamHooks> cpam;
+  IdsHooks ids;
   std::string version;
 };
 

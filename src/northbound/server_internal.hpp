@@ -80,6 +80,7 @@ struct Server::Impl {
 void add_switch_routes(Server::Impl& s);
 void add_data_routes(Server::Impl& s);
 void add_fleet_routes(Server::Impl& s);  // routes_fleet.cpp
+void add_ids_routes(Server::Impl& s);    // routes_ids.cpp
 
 void reply_json(httplib::Response& res, int status, const Json& j);
 void reply_error(httplib::Response& res, const ApiError& e);

@@ -42,6 +42,7 @@ it_cleanup() {
   local p
   for p in "${BG_PIDS[@]+"${BG_PIDS[@]}"}"; do kill "$p" 2>/dev/null; done
   rm -f "$IT_PIDS_DIR/$IT_PREFIX"
+  bash "$IT_ROOT/scripts/ids_tap.sh" --prefix "$IT_PREFIX" down >/dev/null 2>&1
   "${TB[@]}" down >/dev/null 2>&1
   if [[ -n $CTRL_PID ]] && kill -0 "$CTRL_PID" 2>/dev/null; then
     kill -TERM "$CTRL_PID"

@@ -111,14 +111,20 @@ check(doc.get("openapi", "").startswith("3."), "openapi.json is no OpenAPI 3 doc
 with open(__file__.rsplit("/tests/", 1)[0] + "/src/northbound/openapi.json") as f:
     check(json.load(f) == doc, "the served OpenAPI document differs from the checked-in src/northbound/openapi.json")
 # Every documented GET route without path parameters answers (events: a stream, read below;
-# keys/latest needs its key; fleet: 404 on a network controller, which has no printer fleet).
+# keys/latest needs its key; fleet: 404 on a network controller, which has no printer fleet;
+# ids and mitigation/blocks: 409 when those apps are not running, as here; integration.ids
+# checks them running).
+NOT_RUNNING_HERE = ("/api/v1/ids", "/api/v1/mitigation/blocks")
 for method, path in sorted(routes):
-    if method == "get" and "{" not in path and path not in ("/api/v1/events", "/api/v1/fleet"):
+    if method == "get" and "{" not in path and path not in ("/api/v1/events", "/api/v1/fleet") + NOT_RUNNING_HERE:
         st, j = call("GET", path + ("?key=network/cpam/mapping/current" if path.endswith("/keys/latest") else ""))
         check(st == 200, f"documented route GET {path}: HTTP {st}: {str(j)[:200]}")
 check(("get", "/api/v1/fleet") in routes, "the index lists /api/v1/fleet")
 st, j = call("GET", "/api/v1/fleet")
 check(st == 404 and j.get("error") == "no fleet data", f"fleet on the campus: HTTP {st} {j}")
+for path in NOT_RUNNING_HERE:
+    st, j = call("GET", path)
+    check(st == 409 and "not running" in j.get("error", ""), f"GET {path} without the app: HTTP {st} {j}")
 check(len(routes) >= 29, f"the index lists {len(routes)} routes")
 health = ok("GET", "/api/v1/health")
 check(health["status"] == "ok" and health["switches"] == 7, f"health: {health}")
