@@ -40,7 +40,9 @@ struct SamplerConfig {
 enum class ScoreMode : uint8_t { kWindow = 0, kPacket = 1 };
 
 struct DetectorConfig {
-  ExtractorConfig extractor;
+  // 50,000 streams per family (Kitsune's own default is 200,000, about 200 MB at the worst): a
+  // spoofed-source flood must not grow a controller's memory much.
+  ExtractorConfig extractor{.lambdas = {5, 3, 1, 0.1, 0.01}, .max_streams = 50000};
   KitNetConfig kitnet;
   double traffic_freq = 20;        // the interest's frequency: batches per second wanted
   // Threshold: a fixed RMSE, or fitted (log-normal, z) on the scores of the `fit_packets`
@@ -51,7 +53,7 @@ struct DetectorConfig {
   double fit_floor = 1.5;          // the fit is never below 1.5 x the largest benign score seen
   // A source (MAC) is a suspect once `min_anomalous` of its packets scored above the threshold
   // within `window`; it is published again at most every `holdoff` while it keeps scoring.
-  uint32_t min_anomalous = 10;
+  uint32_t min_anomalous = 50;
   std::chrono::milliseconds window{1000};
   std::chrono::milliseconds holdoff{2000};
   ScoreMode score_mode = ScoreMode::kWindow;

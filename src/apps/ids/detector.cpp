@@ -64,7 +64,11 @@ void DetectorCore::set_phase(DetectorPhase p, Output& out) {
   out.records.emplace_back("network/ids/state", state_json());
 }
 
-void DetectorCore::on_frame(const Frame& f, int64_t now_wall_ns, Output& out) {
+void DetectorCore::on_frame(const Frame& in, int64_t now_wall_ns, Output& out) {
+  // Times come off the wire (any producer may write a batch): kept in [0, 2^62] ns so that window
+  // arithmetic cannot overflow.
+  Frame f = in;
+  f.ts_ns = std::clamp<int64_t>(in.ts_ns, 0, int64_t{1} << 62);
   if (!origin_s_) origin_s_ = std::floor(static_cast<double>(f.ts_ns) * 1e-9);
   auto info = packet_info(f, *origin_s_);
   if (!info) {
