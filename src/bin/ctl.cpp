@@ -39,8 +39,8 @@ struct Opts {
   std::string token;
   bool json = false;
   double timeout_s = 10;
-  std::string dpid, match, actions, cookie, out_port, pattern, key, state;
-  std::optional<int64_t> table, priority, idle, hard, limit, latest, from_ns, to_ns, hosts;
+  std::string dpid, match, actions, cookie, out_port, pattern, key, state, mac, ip;
+  std::optional<int64_t> table, priority, idle, hard, limit, latest, from_ns, to_ns, hosts, duration;
   bool strict = false, send_flow_rem = false, check_overlap = false;
   std::vector<std::string> sets;
 };
@@ -443,6 +443,58 @@ int cmd_cpam_rotate() {
   return g_exit;
 }
 
+// ---- ids and mitigation ----
+
+int cmd_ids() {
+  auto j = fetch("/ids");
+  if (!j) return g_exit;
+  const Json& d = at(*j, "detector");
+  Table t({{""}, {""}});
+  if (d.is_object()) {
+    t.add_row({"phase", text(d, "phase")});
+    t.add_row({"packets", text(d, "processed")});
+    t.add_row({"threshold", fmt::format("{} ({})", text(d, "threshold"), text(d, "threshold_source"))});
+    t.add_row({"model", fmt::format("{} features, {} autoencoders", text(d, "features"), text(d, "autoencoders"))});
+    for (const auto& [k, v] : at(d, "counters").items()) t.add_row({"ids." + k, text(v)});
+  } else {
+    t.add_row({"detector", "not running"});
+  }
+  for (const auto& [k, v] : at(*j, "sampler").items()) t.add_row({"sampler." + k, text(v)});
+  t.print();
+  fmt::print("\nsuspects\n");
+  Table s({{"MAC"}, {"IP"}, {"SCORE", R}, {"THRESHOLD", R}, {"DETECTED"}});
+  for (const auto& x : list(at(*j, "suspects")))
+    s.add_row({text(x, "mac"), text(x, "ip"), text(x, "score"), text(x, "threshold"), from_now(ns_to_ms(at(x, "detected_ns")))});
+  s.print();
+  return 0;
+}
+
+int cmd_blocks() {
+  auto j = fetch("/mitigation/blocks");
+  if (!j) return g_exit;
+  Table t({{"MAC"}, {"IP"}, {"REASON"}, {"OFFENCE", R}, {"TIMEOUT_S", R}, {"SWITCHES", R}, {"EXPIRES"}, {"COOKIE"}});
+  for (const auto& b : list(*j))
+    t.add_row({text(b, "mac"), text(b, "ip"), text(b, "reason"), text(b, "offence"), text(b, "hard_timeout_s"),
+               text(b, "switches"), from_now(ns_to_ms(at(b, "expires_ns"))), text(b, "cookie")});
+  t.print();
+  return 0;
+}
+
+int cmd_block() {
+  Json body = {{"mac", g_opts.mac}};
+  if (!g_opts.ip.empty()) body["ip"] = g_opts.ip;
+  if (g_opts.duration) body["duration_s"] = *g_opts.duration;
+  auto j = fetch("/mitigation/blocks", {}, "POST", &body);
+  if (j) fmt::print("blocked {} on {} switch(es) for {} s\n", text(*j, "mac"), text(*j, "switches"), text(*j, "hard_timeout_s"));
+  return g_exit;
+}
+
+int cmd_unblock() {
+  auto j = fetch("/mitigation/blocks/" + seg(g_opts.mac), {}, "DELETE");
+  if (j) fmt::print("unblocked {}: rules deleted on {} switch(es)\n", text(*j, "mac"), text(*j, "removed_from"));
+  return g_exit;
+}
+
 // "key=value" -> JSON: integers, true/false, other numbers, else the text itself.
 Json setting_value(const std::string& v) {
   int64_t n = 0;
@@ -663,6 +715,14 @@ void add_ctl_subcommand(CLI::App& app) {
   cmd(cpam, "config", "show the [cpam] values in effect, or change some with --set", cmd_cpam_config)
       ->add_option("--set", g_opts.sets, "key=value (repeatable; numbers sent as integers)");
 
+  cmd(g_ctl, "ids", "the intrusion detector's state, the sampler's counters, the latest suspects", cmd_ids);
+  cmd(g_ctl, "blocks", "the mitigation app's drop rules in force", cmd_blocks);
+  auto* blk = cmd(g_ctl, "block", "drop a MAC's traffic on every switch (answers once all confirmed)", cmd_block);
+  blk->add_option("mac", g_opts.mac, "source MAC")->required();
+  blk->add_option("--ip", g_opts.ip, "its IPv4 address (needed with [mitigation] match = \"ip\")");
+  blk->add_option("--duration", g_opts.duration, "hard timeout, s (default by offence)");
+  cmd(g_ctl, "unblock", "lift a block (its rules deleted on every switch)", cmd_unblock)
+      ->add_option("mac", g_opts.mac, "source MAC")->required();
   cmd(g_ctl, "apps", "app counters and the Coordinator's instances", cmd_apps);
   auto* keys = cmd(g_ctl, "keys", "latest value of every key matching a pattern", cmd_keys);
   keys->add_option("pattern", g_opts.pattern, "DUE pattern (server default **)");

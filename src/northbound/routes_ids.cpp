@@ -36,7 +36,7 @@ void add_ids_routes(Server::Impl& s) {
 
   http.Get("/api/v1/ids", [&s](const httplib::Request&, httplib::Response& res) {
     if (!s.src.ids.detector && !s.src.ids.sampler)
-      return reply_error(res, ApiError{409, "neither the ids nor the sampler app is running (add them to [controller] apps)"});
+      return reply_error(res, ApiError{409, "the ids and sampler apps are not running (add them to [controller] apps)"});
     Json suspects = Json::array();
     for (const auto& r : s.cached("network/ids/suspect/"))
       if (r->value.is_json()) suspects.push_back(r->value.json());

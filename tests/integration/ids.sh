@@ -6,7 +6,8 @@
 # detector was interested; h4 is reported and its drop rule is on every switch within 1 s of the
 # flood's start, h4's traffic stops while benign pairs keep working, no benign host is reported;
 # the REST API lists, adds and lifts blocks (rules checked with ovs-ofctl); a second flood is a
-# repeat offence with a longer hard timeout read from Data Archives.
+# repeat offence with a longer hard timeout read from Data Archives; sdnator ctl ids, blocks,
+# unblock and its errors.
 source "$(dirname "$0")/lib.sh" "$@"
 need_cmds hping3 ping
 
@@ -23,6 +24,7 @@ lambdas = [5, 3, 1]   # a 15 s training: the slow factors (0.1, 0.01) would stil
 fm_grace = 1000
 ad_grace = 6000
 fit_packets = 2000
+fit_z = 3             # z = 5 on 2,000 heavy-tailed scores gave 1.98, near the flood's own scores
 traffic_freq = 20
 min_anomalous = 10   # the flood is 1000/s; a short training leaves its scores near the threshold
 [mitigation]
@@ -39,7 +41,7 @@ wait_topology 2 20
 step "testbed $IT_PREFIX up with taps, connected and discovered"
 
 python3 "$(dirname "$0")/ids_check.py" --api "http://127.0.0.1:$API_PORT" --prefix "$IT_PREFIX" \
-  --manifest "/run/sdnator-testbed/$IT_PREFIX/manifest.json" --work "$IT_WORK" \
+  --manifest "/run/sdnator-testbed/$IT_PREFIX/manifest.json" --work "$IT_WORK" --sdnator "$SDNATOR" \
   || fail "ids checks failed (above)"
 
 stop_controller

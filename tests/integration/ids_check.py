@@ -16,6 +16,7 @@ ap.add_argument("--api", required=True)
 ap.add_argument("--prefix", required=True)
 ap.add_argument("--manifest", required=True)
 ap.add_argument("--work", required=True)
+ap.add_argument("--sdnator", required=True)
 args = ap.parse_args()
 
 M = json.load(open(args.manifest))
@@ -50,6 +51,12 @@ def ok(method, path, body=None, want=200):
     st, j = call(method, path, body)
     check(st == want, f"{method} {path}: HTTP {st} (want {want}): {j}")
     return j
+
+
+def ctl(*a):
+    r = subprocess.run([args.sdnator, "ctl", "--url", args.api, *a], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True)
+    return r.returncode, r.stdout
 
 
 def ns(host):
@@ -180,6 +187,19 @@ try:
     check(b["offence"] == 2 and b["hard_timeout_s"] == 30, f"repeat block: {b}")
     check(all(len(r) == 1 and "hard_timeout=30" in r[0] for r in drop_rules(attacker).values()),
           f"repeat rules: {drop_rules(attacker)}")
+    # sdnator ctl over the same API: the tables, an unblock, its errors.
+    rc, out = ctl("ids")
+    check(rc == 0 and "detecting" in out and attacker in out, f"sdnator ctl ids: {rc}\n{out}")
+    rc, out = ctl("blocks")
+    row = next((l for l in out.splitlines() if attacker in l), "")
+    check(rc == 0 and "30" in row.split() and "ids" in row.split(), f"sdnator ctl blocks: {rc}\n{out}")
+    rc, out = ctl("unblock", attacker)
+    check(rc == 0 and f"rules deleted on {len(SWITCHES)} switch" in out, f"sdnator ctl unblock: {rc}\n{out}")
+    check(all(not r for r in drop_rules(attacker).values()), "rules left after ctl unblock")
+    rc, out = ctl("unblock", attacker)
+    check(rc == 1 and "HTTP 404" in out, f"sdnator ctl unblock (not blocked): {rc}\n{out}")
+    rc, out = ctl("block", "zz")
+    check(rc == 1 and "[field: mac]" in out, f"sdnator ctl block zz: {rc}\n{out}")
     acts = ok("GET", "/api/v1/mitigation/actions?limit=50")
     kinds = [(a["value"]["action"], a["value"]["mac"], a["value"]["reason"]) for a in acts]
     for want in (("block", attacker, "ids"), ("unblock", attacker, "ids"), ("block", h2, "api"), ("unblock", h2, "api")):

@@ -117,9 +117,10 @@ PacketInfo SyntheticTraffic::next() {
   return p;
 }
 
-std::vector<PacketInfo> syn_flood(uint32_t src_ip, uint64_t src_mac, uint32_t dst_ip, uint64_t dst_mac,
-                                  uint16_t dst_port, double t0, double rate, std::size_t count, uint64_t seed) {
-  SplitMix64 rng(seed);
+namespace {
+// `count` minimum-size TCP probes from src to dst at `rate` per second from t0 (ports left 0).
+std::vector<PacketInfo> probes(uint32_t src_ip, uint64_t src_mac, uint32_t dst_ip, uint64_t dst_mac, double t0,
+                               double rate, std::size_t count) {
   std::vector<PacketInfo> out(count);
   for (std::size_t i = 0; i < count; ++i) {
     PacketInfo& p = out[i];
@@ -131,6 +132,16 @@ std::vector<PacketInfo> syn_flood(uint32_t src_ip, uint64_t src_mac, uint32_t ds
     p.src_ip = src_ip;
     p.dst_ip = dst_ip;
     p.proto = 6;
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<PacketInfo> syn_flood(uint32_t src_ip, uint64_t src_mac, uint32_t dst_ip, uint64_t dst_mac,
+                                  uint16_t dst_port, double t0, double rate, std::size_t count, uint64_t seed) {
+  SplitMix64 rng(seed);
+  auto out = probes(src_ip, src_mac, dst_ip, dst_mac, t0, rate, count);
+  for (auto& p : out) {
     p.src_port = static_cast<uint16_t>(1024 + rng.next() % 60000);  // a fresh port per SYN
     p.dst_port = dst_port;
   }
@@ -139,19 +150,10 @@ std::vector<PacketInfo> syn_flood(uint32_t src_ip, uint64_t src_mac, uint32_t ds
 
 std::vector<PacketInfo> port_scan(uint32_t src_ip, uint64_t src_mac, uint32_t dst_ip, uint64_t dst_mac, double t0,
                                   double rate, std::size_t count) {
-  std::vector<PacketInfo> out(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    PacketInfo& p = out[i];
-    p.ts = t0 + static_cast<double>(i) / rate;
-    p.len = 60;
-    p.src_mac = src_mac;
-    p.dst_mac = dst_mac;
-    p.kind = PacketInfo::Kind::kIpv4;
-    p.src_ip = src_ip;
-    p.dst_ip = dst_ip;
-    p.proto = 6;
-    p.src_port = 40000;
-    p.dst_port = static_cast<uint16_t>(1 + i % 65535);
+  auto out = probes(src_ip, src_mac, dst_ip, dst_mac, t0, rate, count);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i].src_port = 40000;
+    out[i].dst_port = static_cast<uint16_t>(1 + i % 65535);
   }
   return out;
 }

@@ -64,6 +64,14 @@ void expect_complete(const Decision& d, const std::vector<Machine>& ms, const st
   EXPECT_EQ(want, got);
 }
 
+// Tests that assert optimality give CBC a budget it only needs on a slow machine (ASan, a loaded
+// CI runner): these tiny models solve in milliseconds, but CBC under ASan missed the default 100 ms.
+IlpOptions roomy() {
+  IlpOptions o;
+  o.time_limit_ms = 2000;
+  return o;
+}
+
 // ---------------------------------------------------------------- finish_times, makespans
 
 TEST(FleetFinishTimes, AppendsAfterReadyAtAndInsertsFrontAfterCurrentEnd) {
@@ -194,7 +202,7 @@ TEST(FleetLpt, ClassicTwoMachineExample) {
   EXPECT_EQ(l.placements[1].job, "d");
   EXPECT_EQ(l.placements[2].job, "a");
 
-  Decision d = dynamic(ms, js);
+  Decision d = dynamic(ms, js, roomy());
   EXPECT_EQ(d.algorithm, "dynamic");
   EXPECT_DOUBLE_EQ(d.expected_makespan, 6);
   EXPECT_TRUE(d.optimal) << d.note;
@@ -278,7 +286,7 @@ TEST(FleetDynamic, SkipsUnavailableMachinesAndListsUrgentFirst) {
   std::vector<Machine> ms = {machine("down", 0), machine("m1", 0, 5), machine("m2", 20, 5, 1.2)};
   ms[0].available = false;
   std::vector<Job> js = {job("a", 60), job("b", 60), job("u", 30, true), job("c", 45), job("v", 30, true)};
-  Decision d = dynamic(ms, js);
+  Decision d = dynamic(ms, js, roomy());
   expect_complete(d, ms, js);
   EXPECT_TRUE(d.optimal) << d.note;
   ASSERT_EQ(d.placements.size(), 5u);
@@ -295,7 +303,7 @@ TEST(FleetDynamic, UrgentMakespanIsTheLastUrgentJobNotTheBusiestMachine) {
   // sit at 500 and not tell the two apart.
   std::vector<Machine> ms = {machine("A", 500, 0, 1, 500), machine("B", 400, 0, 1, 0), machine("D", 200, 0, 1, 200)};
   std::vector<Job> js = {job("u", 100, true)};
-  Decision d = dynamic(ms, js);
+  Decision d = dynamic(ms, js, roomy());
   ASSERT_EQ(d.placements.size(), 1u);
   EXPECT_EQ(d.placements[0].machine, 1u);
   EXPECT_TRUE(d.placements[0].front);
