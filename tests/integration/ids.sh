@@ -26,7 +26,7 @@ ad_grace = 6000
 fit_packets = 2000
 fit_z = 3             # z = 5 on 2,000 heavy-tailed scores gave 1.98, near the flood's own scores
 traffic_freq = 20
-min_anomalous = 10   # the flood is 1000/s; a short training leaves its scores near the threshold
+min_anomalous = 20   # the flood is 1000/s: 20 ms of it
 [mitigation]
 block_s = 10
 repeat_factor = 3

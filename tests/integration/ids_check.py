@@ -125,8 +125,10 @@ try:
     figures["threshold"] = det["threshold"]
     figures["autoencoders"] = det["autoencoders"]
     check(st["sampler"]["capturing"] == 1 and st["sampler"]["packets"] > 9000, f"sampler: {st['sampler']}")
-    check(det["autoencoders"] >= 10 and all(len(g) <= 10 for g in det["feature_map"]),
-          f"feature map: {det['feature_map']}")
+    # The feature map partitions every feature (60: three decay factors) into groups of at most m = 10.
+    fm = det["feature_map"]
+    check(det["features"] == 60 and sorted(i for g in fm for i in g) == list(range(60))
+          and all(1 <= len(g) <= 10 for g in fm) and det["autoencoders"] == len(fm), f"feature map: {fm}")
     print(f"trained in {figures['training_s']} s: threshold {det['threshold']:.4g}, {det['autoencoders']} autoencoders")
 
     # Benign detection window: nobody is reported, nothing is blocked.
@@ -167,7 +169,10 @@ try:
     check(ping_ok("h4", "h1"), "h4 cannot reach h1 after the unblock")
     st, j = call("DELETE", f"/api/v1/mitigation/blocks/{attacker}")
     check(st == 404, f"second unblock: HTTP {st} {j}")
-    h2 = H["h2"]["mac"]
+    # A manual block of a MAC no host uses: blocking a benign host would cut its ping stream, and
+    # the stream resuming at full rate after the unblock scores as anomalous (seen: h2 blocked
+    # by the detector 2 s after its manual unblock; docs/ids.md).
+    h2 = "00:00:00:00:aa:02"
     j = ok("POST", "/api/v1/mitigation/blocks", {"mac": h2, "duration_s": 7}, want=201)
     check(j["reason"] == "api" and j["hard_timeout_s"] == 7 and j["switches"] == len(SWITCHES), f"manual block: {j}")
     check(all(len(r) == 1 and "hard_timeout=7" in r[0] for r in drop_rules(h2).values()), f"rules: {drop_rules(h2)}")
@@ -207,8 +212,6 @@ try:
     check(all(m == attacker for a, m, r in kinds if r == "ids"), f"an ids block named a benign host: {kinds}")
     scores = ok("GET", "/api/v1/ids/scores?limit=20")
     check(len(scores) == 20 and all(s["value"]["phase"] == "detecting" for s in scores), "score history")
-    apps = ok("GET", "/api/v1/apps")
-    print("apps:", json.dumps({k: v for k, v in apps.items() if k in ("counters", "stats")})[:600])
     st = ok("GET", "/api/v1/ids")
     figures["ids"] = st["detector"]["counters"]
     figures["sampler"] = st["sampler"]
