@@ -62,9 +62,17 @@ wait_epoch() {  # wait_epoch N: until epoch >= N
   done
 }
 
-# DNS follows the epoch, and agrees with the published mapping.
-e0=$(epoch)
-a0=$(hx h2 "$SESSION" resolve h10.cpam.lan)
+# DNS follows the epoch, and agrees with the published mapping. The shards switch to a new epoch
+# before the archive shows it, so a rotation landing between reading the epoch and the lookup
+# made a0 the next epoch's answer, and the wait below returned at once (seen once: the first
+# rotation comes 8 s after start, just as this step begins). Retry until the epoch read before
+# the lookup and again 0.3 s after it (past the archive's flush) agree.
+for _ in 1 2 3 4 5; do
+  e0=$(epoch)
+  a0=$(hx h2 "$SESSION" resolve h10.cpam.lan)
+  sleep 0.3
+  [[ $(epoch) == "$e0" ]] && break
+done
 [[ $a0 == "$(vip_of h10)" ]] || fail "DNS says h10 is $a0, the mapping says $(vip_of h10)"
 wait_epoch $((e0 + 1))
 a1=$(hx h2 "$SESSION" resolve h10.cpam.lan)
