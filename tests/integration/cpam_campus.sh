@@ -66,14 +66,16 @@ wait_epoch() {  # wait_epoch N: until epoch >= N
 # before the archive shows it, so a rotation landing between reading the epoch and the lookup
 # made a0 the next epoch's answer, and the wait below returned at once (seen once: the first
 # rotation comes 8 s after start, just as this step begins). Retry until the epoch read before
-# the lookup and again 0.3 s after it (past the archive's flush) agree.
+# the lookup and again 0.3 s after it (past the archive's flush) agree, and the answer equals the
+# mapping read in between; a DNS that does not follow the mapping fails all five tries.
 for _ in 1 2 3 4 5; do
   e0=$(epoch)
   a0=$(hx h2 "$SESSION" resolve h10.cpam.lan)
   sleep 0.3
-  [[ $(epoch) == "$e0" ]] && break
+  v0=$(vip_of h10)
+  [[ $(epoch) == "$e0" && $a0 == "$v0" ]] && break
 done
-[[ $a0 == "$(vip_of h10)" ]] || fail "DNS says h10 is $a0, the mapping says $(vip_of h10)"
+[[ $a0 == "$v0" ]] || fail "DNS says h10 is $a0, the mapping says $v0"
 wait_epoch $((e0 + 1))
 a1=$(hx h2 "$SESSION" resolve h10.cpam.lan)
 [[ $a1 == "$(vip_of h10)" && $a1 != "$a0" ]] || fail "DNS did not move with the epoch ($a0 -> $a1)"
