@@ -23,6 +23,18 @@ Expected<Json, ApiError> history(Server::Impl& s, const std::string& key, size_t
   return out;
 }
 
+// GET ?limit=N (default 100, at most 10,000): the newest N archived records of `key`.
+httplib::Server::Handler history_route(Server::Impl& s, std::string key) {
+  return [&s, key = std::move(key)](const httplib::Request& req, httplib::Response& res) {
+    if (auto ok = only_params(req, {"limit"}); !ok) return reply_error(res, ok.error());
+    auto limit = uint_param(req, "limit", 100, 1, 10000);
+    if (!limit) return reply_error(res, limit.error());
+    auto h = history(s, key, *limit);
+    if (!h) return reply_error(res, h.error());
+    reply_json(res, 200, *h);
+  };
+}
+
 bool need_mitigation(Server::Impl& s, httplib::Response& res) {
   if (s.src.ids.blocks) return true;
   reply_error(res, ApiError{409, "the mitigation app is not running (add it to [controller] apps)"});
@@ -45,14 +57,7 @@ void add_ids_routes(Server::Impl& s) {
                 {"sampler", s.src.ids.sampler ? s.src.ids.sampler() : Json(nullptr)},
                 {"suspects", suspects}});
   });
-  http.Get("/api/v1/ids/scores", [&s](const httplib::Request& req, httplib::Response& res) {
-    if (auto ok = only_params(req, {"limit"}); !ok) return reply_error(res, ok.error());
-    auto limit = uint_param(req, "limit", 100, 1, 10000);
-    if (!limit) return reply_error(res, limit.error());
-    auto h = history(s, "network/ids/score", *limit);
-    if (!h) return reply_error(res, h.error());
-    reply_json(res, 200, *h);
-  });
+  http.Get("/api/v1/ids/scores", history_route(s, "network/ids/score"));
 
   http.Get("/api/v1/mitigation/blocks", [&s](const httplib::Request&, httplib::Response& res) {
     if (need_mitigation(s, res)) reply_json(res, 200, s.src.ids.blocks());
@@ -82,14 +87,7 @@ void add_ids_routes(Server::Impl& s) {
     if (!r) return reply_error(res, r.error());
     reply_json(res, 200, *r);
   });
-  http.Get("/api/v1/mitigation/actions", [&s](const httplib::Request& req, httplib::Response& res) {
-    if (auto ok = only_params(req, {"limit"}); !ok) return reply_error(res, ok.error());
-    auto limit = uint_param(req, "limit", 100, 1, 10000);
-    if (!limit) return reply_error(res, limit.error());
-    auto h = history(s, "network/mitigation/action/**", *limit);
-    if (!h) return reply_error(res, h.error());
-    reply_json(res, 200, *h);
-  });
+  http.Get("/api/v1/mitigation/actions", history_route(s, "network/mitigation/action/**"));
 }
 
 }  // namespace sdn::northbound
