@@ -57,10 +57,12 @@ for cfg in e["configs"]:
             check(s["found"] == s["true_targets"] == 15 and s["correct"] == 15, f"static {s['scanner']}: found {s['found']}")
             check(len(s["after"]) == 3 and all(a["fraction"] == 1.0 for a in s["after"]), f"static {s['scanner']}: {s['after']}")
         else:
-            # every found address belongs to the VIP range and is dead once 3 rotations took effect
+            # every found address is dead once 3 rotations took effect. A scan that found nothing
+            # (nmap's sweep of the /18 outlasts two 5 s rotations) has no decay to follow: its
+            # "after" list is empty by construction, so only scans that found something are held to it.
             after = {a["rotations"]: a["fraction"] for a in s["after"]}
-            check(len(after) == 3, f"{cfg['label']} {s['scanner']}: {s['after']}")
             if s["found"]:
+                check(len(after) == 3, f"{cfg['label']} {s['scanner']}: {s['after']}")
                 check(after.get(3) == 0.0, f"{cfg['label']} {s['scanner']}: still reachable after 3 rotations {after}")
                 check(s["worthless_after_s"] is not None, f"{cfg['label']} {s['scanner']}: never worthless")
 cpam10 = next(c for c in e["configs"] if c["interval_ms"] == 10000)
