@@ -221,6 +221,7 @@ enum class MultipartType : uint16_t {
   kPortStats = 4,     // OFPMP_PORT_STATS
   kGroupDesc = 7,     // OFPMP_GROUP_DESC
   kMeter = 9,         // OFPMP_METER (meter statistics)
+  kMeterFeatures = 11, // OFPMP_METER_FEATURES
   kPortDesc = 13,     // OFPMP_PORT_DESC
 };
 inline constexpr uint16_t kMultipartMore = 1;  // OFPMPF_REQ_MORE / OFPMPF_REPLY_MORE
@@ -277,9 +278,20 @@ struct MeterStats {
   bool operator==(const MeterStats&) const = default;
 };
 
+// OFPMP_METER_FEATURES reply body (7.3.5.11): band_types is a bitmap of 1 << OFPMBT_*,
+// capabilities a bitmap of OFPMF_* (KBPS=1 PKTPS=2 BURST=4 STATS=8).
+struct MeterFeatures {
+  uint32_t max_meter = 0;
+  uint32_t band_types = 0;
+  uint32_t capabilities = 0;
+  uint8_t max_bands = 0;
+  uint8_t max_color = 0;
+  bool operator==(const MeterFeatures&) const = default;
+};
+
 struct MultipartRequest {
   uint16_t flags = 0;
-  // kDesc, kTable, kPortDesc, kGroupDesc carry no body (std::monostate + `type`).
+  // kDesc, kTable, kPortDesc, kGroupDesc, kMeterFeatures carry no body (std::monostate + `type`).
   MultipartType type = MultipartType::kDesc;
   std::variant<std::monostate, FlowStatsRequest, PortStatsRequest, MeterStatsRequest> body;
   bool operator==(const MultipartRequest&) const = default;
@@ -289,7 +301,7 @@ struct MultipartReply {
   MultipartType type = MultipartType::kDesc;
   std::variant<Desc, std::vector<FlowStats>, AggregateStats, std::vector<TableStats>,
                std::vector<PortStats>, std::vector<GroupDesc>, std::vector<MeterStats>,
-               std::vector<Port>>
+               std::vector<Port>, MeterFeatures>
       body;
   bool operator==(const MultipartReply&) const = default;
 };

@@ -1,5 +1,5 @@
 // MULTIPART_REQUEST / MULTIPART_REPLY (OpenFlow 1.3.5 section 7.3.5): DESC, FLOW, AGGREGATE,
-// TABLE, PORT_STATS, GROUP_DESC, METER (stats) and PORT_DESC bodies. Flags (REQ_MORE /
+// TABLE, PORT_STATS, GROUP_DESC, METER (stats), METER_FEATURES and PORT_DESC bodies. Flags (REQ_MORE /
 // REPLY_MORE) are carried through untouched; reassembly is the session's job.
 #include <algorithm>
 
@@ -24,6 +24,7 @@ constexpr size_t kPortStatsLen = 112;
 constexpr size_t kGroupDescFixed = 8;
 constexpr size_t kMeterStatsFixed = 40;
 constexpr size_t kMeterBandStatsLen = 16;
+constexpr size_t kMeterFeaturesLen = 16;  // ofp_meter_features (7.3.5.11)
 
 Unexpected<Error> bad_multipart(const char* detail) {
   return wire::fail(Errc::kBadMultipart, err::kBadRequest, err::kBrcBadMultipart, detail);
@@ -309,6 +310,25 @@ Result<void> encode_port_desc(const std::vector<Port>& v, Writer& w) {
   return {};
 }
 
+Result<void> decode_meter_features(std::span<const uint8_t> b, MeterFeatures& f) {
+  SDN_OFP_TRY(expect_len(b, kMeterFeaturesLen, "meter_features: body != 16 bytes"));
+  Reader r(b);
+  (void)r.u32(f.max_meter);
+  (void)r.u32(f.band_types);
+  (void)r.u32(f.capabilities);
+  (void)r.u8(f.max_bands);
+  (void)r.u8(f.max_color);
+  return {};  // 2 pad bytes ignored
+}
+void encode_meter_features(const MeterFeatures& f, Writer& w) {
+  w.u32(f.max_meter);
+  w.u32(f.band_types);
+  w.u32(f.capabilities);
+  w.u8(f.max_bands);
+  w.u8(f.max_color);
+  w.zeros(2);
+}
+
 // Which body alternative each multipart type uses.
 size_t request_index(MultipartType t) {
   switch (t) {
@@ -328,6 +348,7 @@ bool known_type(uint16_t t) {
     case MultipartType::kPortStats:
     case MultipartType::kGroupDesc:
     case MultipartType::kMeter:
+    case MultipartType::kMeterFeatures:
     case MultipartType::kPortDesc: return true;
   }
   return false;
@@ -342,6 +363,7 @@ size_t reply_index(MultipartType t) {
     case MultipartType::kGroupDesc: return 5;
     case MultipartType::kMeter: return 6;
     case MultipartType::kPortDesc: return 7;
+    case MultipartType::kMeterFeatures: return 8;
   }
   return 0;
 }
@@ -415,6 +437,7 @@ Result<void> decode_multipart_reply(std::span<const uint8_t> body, Body& out) {
     case MultipartType::kGroupDesc: return decode_group_desc(rest, m.body.emplace<std::vector<GroupDesc>>());
     case MultipartType::kMeter: return decode_meter_stats(rest, m.body.emplace<std::vector<MeterStats>>());
     case MultipartType::kPortDesc: return decode_port_desc(rest, m.body.emplace<std::vector<Port>>());
+    case MultipartType::kMeterFeatures: return decode_meter_features(rest, m.body.emplace<MeterFeatures>());
   }
   return bad_multipart("multipart_reply: unsupported type");
 }
@@ -434,6 +457,7 @@ Result<void> encode_body(const MultipartReply& m, Writer& w) {
     case MultipartType::kGroupDesc: return encode_group_desc(std::get<std::vector<GroupDesc>>(m.body), w);
     case MultipartType::kMeter: encode_meter_stats(std::get<std::vector<MeterStats>>(m.body), w); return {};
     case MultipartType::kPortDesc: return encode_port_desc(std::get<std::vector<Port>>(m.body), w);
+    case MultipartType::kMeterFeatures: encode_meter_features(std::get<MeterFeatures>(m.body), w); return {};
   }
   return {};
 }
