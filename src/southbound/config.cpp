@@ -37,6 +37,7 @@ SouthboundConfig southbound_config_from(core::Config& cfg) {
   c.echo_rate_limit = static_cast<uint32_t>(cfg.get_int(s, "echo_rate_limit", c.echo_rate_limit, 1, 1 << 24));
   c.miss_send_len = static_cast<uint16_t>(cfg.get_int(s, "miss_send_len", c.miss_send_len, 0, 0xffff));
   c.clear_flows_on_connect = cfg.get_bool(s, "clear_flows_on_connect", c.clear_flows_on_connect);
+  read_tls_settings(cfg, c.tls);
   if (c.echo_timeout <= c.echo_interval)
     cfg.add_problem("southbound.echo_timeout_ms must be larger than echo_interval_ms");
   return c;

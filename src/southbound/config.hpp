@@ -12,6 +12,15 @@
 
 namespace sdn::southbound {
 
+// OpenFlow over TLS (docs/tls.md): [southbound] tls, tls_cert, tls_key, tls_ca, tls_verify_peer.
+struct TlsSettings {
+  bool enabled = false;
+  std::string cert;          // PEM: the controller's certificate (chain)
+  std::string key;           // PEM: its private key
+  std::string ca;            // PEM: the CA(s) a switch's certificate must chain to
+  bool verify_peer = true;   // require and verify the switch's certificate (mutual TLS)
+};
+
 struct SouthboundConfig {
   std::string listen_address = "127.0.0.1";
   uint16_t listen_port = 6653;
@@ -26,11 +35,15 @@ struct SouthboundConfig {
   uint32_t echo_rate_limit = 1000;                     // ECHO_REQUESTs answered per second
   uint16_t miss_send_len = 0xffff;                     // SET_CONFIG; 0xffff = whole packet, no buffer
   bool clear_flows_on_connect = true;                  // delete all flows before table-miss install
+  TlsSettings tls;                                     // off: plain TCP
 };
 
 // Parses "HOST:PORT" (port 0..65535) into the listen fields of `c`; on failure returns why
 // and leaves `c` as it was. Shared by the config file and the --listen flag.
 Expected<void, std::string> set_listen(SouthboundConfig& c, std::string_view host_port);
+
+// Reads [southbound] tls*: files must exist and be readable (problems name the key). transport.cpp.
+void read_tls_settings(core::Config& cfg, TlsSettings& t);
 
 // Reads [controller] listen/shards and [southbound].*; problems are recorded in `cfg`.
 SouthboundConfig southbound_config_from(core::Config& cfg);

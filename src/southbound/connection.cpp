@@ -30,13 +30,14 @@ Connection::Connection(Controller& ctl, ShardState& shard, asio::ip::tcp::socket
       counters_holder_(ctl.counters_ptr()),
       counters_(*counters_holder_),
       cfg_(ctl.config()),
-      socket_(std::move(socket)),
-      tick_(socket_.get_executor()),
+      tls_(ctl.tls_context()),
+      transport_(std::move(socket), tls_ ? &tls_->ssl() : nullptr),
+      tick_(transport_.get_executor()),
       rbuf_(kInitialReadBuffer) {
   std::error_code ec;
-  auto ep = socket_.remote_endpoint(ec);
+  auto ep = transport_.remote_endpoint(ec);
   peer_ = ec ? std::string("?") : ep.address().to_string() + ":" + std::to_string(ep.port());
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  transport_.tcp().set_option(asio::ip::tcp::no_delay(true), ec);
   counters_.active.add(1);
 }
 
@@ -46,9 +47,35 @@ void Connection::start() {
   started_ = last_rx_ = echo_refill_ = Clock::now();
   echo_tokens_ = cfg_.echo_rate_limit;
   spdlog::debug("switch connection from {}", peer_);
+  arm_tick();  // its handshake_timeout covers the TLS handshake too
+  if (transport_.is_tls()) {
+    tls_pending_ = true;
+    transport_.async_handshake([self = shared_from_this()](const std::error_code& ec) { self->on_tls_handshake(ec); });
+    return;
+  }
+  begin_openflow();
+}
+
+void Connection::on_tls_handshake(const std::error_code& ec) {
+  if (state_ == State::kClosed) return;  // timed out or shut down meanwhile (counted there)
+  tls_pending_ = false;
+  TlsCounters& tc = tls_->counters();
+  if (ec) {
+    // A peer without a certificate, with one from another CA, or not speaking TLS at all.
+    tc.handshake_failed.inc();
+    SDN_LOG_RATELIMITED(spdlog::level::warn, "{}: TLS handshake failed: {}", peer_, ec.message());
+    close("TLS handshake failed");
+    return;
+  }
+  tc.handshakes.inc();
+  tc.handshake_time.record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - started_).count()));
+  spdlog::info("switch connection from {} over TLS ({})", peer_, transport_.tls_summary());
+  begin_openflow();
+}
+
+void Connection::begin_openflow() {
   // 7.5.1: both sides send HELLO first; ours carries a version bitmap with only 1.3.
   enqueue(next_xid(), ofp::Hello{1u << ofp::kVersion}, Lane::kHigh);
-  arm_tick();
   read_some();
 }
 
@@ -56,12 +83,13 @@ void Connection::close(std::string_view reason) {
   if (state_ == State::kClosed) return;
   const bool was_up = state_ == State::kUp;
   state_ = State::kClosed;
-  spdlog::info("switch {:016x} ({}) disconnected: {}", features_.datapath_id, peer_, reason);
+  if (registered_) spdlog::info("switch {:016x} ({}) disconnected: {}", features_.datapath_id, peer_, reason);
+  else SDN_LOG_RATELIMITED(spdlog::level::info, "{} disconnected before its features reply: {}", peer_, reason);  // any peer can cause these
   counters_.closed.inc();
   tick_.cancel();
   std::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  transport_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  transport_.close(ec);
 
   BatchResult gone;
   gone.ok = false;
@@ -95,7 +123,7 @@ void Connection::close_after_flush(std::string_view reason) {
   close_reason_ = std::string(reason);
   closing_since_ = Clock::now();
   std::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_receive, ec);
+  transport_.shutdown(asio::ip::tcp::socket::shutdown_receive, ec);
   if (!writing_) flush();
 }
 
@@ -104,8 +132,8 @@ void Connection::close_after_flush(std::string_view reason) {
 void Connection::read_some() {
   if (state_ == State::kClosed) return;
   if (rbuf_.size() - rlen_ < kReadChunk / 4) rbuf_.resize(std::max(rbuf_.size() * 2, rlen_ + kReadChunk));
-  socket_.async_read_some(asio::buffer(rbuf_.data() + rlen_, rbuf_.size() - rlen_),
-                          [self = shared_from_this()](const std::error_code& ec, size_t n) { self->on_read(ec, n); });
+  transport_.async_read_some(asio::buffer(rbuf_.data() + rlen_, rbuf_.size() - rlen_),
+                             [self = shared_from_this()](const std::error_code& ec, size_t n) { self->on_read(ec, n); });
 }
 
 void Connection::on_read(const std::error_code& ec, size_t n) {
@@ -533,7 +561,7 @@ void Connection::schedule_flush() {
   if (flush_posted_ || writing_ || state_ == State::kClosed) return;
   flush_posted_ = true;
   // Posted, not run now: everything queued in this loop turn goes out in one write.
-  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+  asio::post(transport_.get_executor(), [self = shared_from_this()] {
     self->flush_posted_ = false;
     self->flush();
   });
@@ -582,7 +610,7 @@ void Connection::flush() {
   counters_.tx_msgs.inc(msgs);
   counters_.tx_bytes.inc(bytes);
   // A span, not the vector: asio keeps a copy of the buffer sequence for the operation.
-  asio::async_write(socket_, std::span<const asio::const_buffer>(bufs_), [self = shared_from_this()](const std::error_code& ec, size_t) {
+  transport_.async_write(std::span<const asio::const_buffer>(bufs_), [self = shared_from_this()](const std::error_code& ec, size_t) {
     self->writing_ = false;
     if (self->state_ == State::kClosed) return;
     if (ec) {
@@ -631,6 +659,11 @@ void Connection::on_tick() {
   }
   if (state_ != State::kUp && now - started_ > cfg_.handshake_timeout) {
     counters_.err_handshake_timeout.inc();
+    if (tls_pending_) {
+      tls_->counters().handshake_failed.inc();
+      tls_->counters().handshake_timeout.inc();
+      SDN_LOG_RATELIMITED(spdlog::level::warn, "{}: TLS handshake timed out", peer_);
+    }
     close("handshake timeout");
     return;
   }

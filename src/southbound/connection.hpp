@@ -18,6 +18,7 @@
 #include "southbound/app.hpp"
 #include "southbound/config.hpp"
 #include "southbound/counters.hpp"
+#include "southbound/transport.hpp"
 
 namespace sdn::southbound {
 
@@ -55,6 +56,8 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
     BatchResult result;
   };
 
+  void on_tls_handshake(const std::error_code& ec);
+  void begin_openflow();  // after TLS (if any): our HELLO, then reading
   void read_some();
   void on_read(const std::error_code& ec, size_t n);
   // Processes whole frames in the read buffer; returns false once the connection closed.
@@ -88,12 +91,14 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   std::shared_ptr<Counters> counters_holder_;
   Counters& counters_;
   const SouthboundConfig& cfg_;
-  asio::ip::tcp::socket socket_;
+  std::shared_ptr<TlsContext> tls_;  // null for plain TCP; outlives transport_
+  Transport transport_;
   asio::steady_timer tick_;
   std::string peer_;
 
   State state_ = State::kHello;
   bool was_up_ = false;
+  bool tls_pending_ = false;  // TLS handshake in progress: no OpenFlow yet
   bool closing_ = false;
   std::string close_reason_;
   Clock::time_point closing_since_;

@@ -8,6 +8,7 @@
 
 #include "core/log.hpp"
 #include "southbound/connection.hpp"
+#include "southbound/transport.hpp"
 
 namespace sdn::southbound {
 
@@ -79,6 +80,11 @@ void Controller::call_after(unsigned shard, Clock::duration delay, std::function
 Controller::~Controller() { stop(); }
 
 Expected<asio::ip::tcp::endpoint, std::string> Controller::listen() {
+  if (cfg_.tls.enabled && !tls_) {
+    auto tls = TlsContext::create(cfg_.tls, metrics_);
+    if (!tls) return unexpected(tls.error());
+    tls_ = std::move(*tls);
+  }
   std::error_code ec;
   auto addr = asio::ip::make_address(cfg_.listen_address, ec);
   if (ec) return unexpected("bad listen address '" + cfg_.listen_address + "': " + ec.message());

@@ -24,6 +24,7 @@
 namespace sdn::southbound {
 
 class Connection;
+class TlsContext;
 
 // Per-shard state: touched only on that shard's thread.
 struct ShardState {
@@ -53,6 +54,8 @@ class Controller final : public Runtime {
   void stop();
 
   const SouthboundConfig& config() const { return cfg_; }
+  // Set by listen() when [southbound] tls = true; connections hold a reference.
+  const std::shared_ptr<TlsContext>& tls_context() const { return tls_; }
   Counters& counters() { return *counters_; }
   // Connections keep the counters alive: pending handlers (and so connections) can outlive
   // the controller until the shards' io_contexts are destroyed. The Metrics registry must
@@ -82,6 +85,7 @@ class Controller final : public Runtime {
   std::shared_ptr<Counters> counters_;
   std::vector<std::unique_ptr<ShardState>> shards_;
   std::optional<asio::ip::tcp::acceptor> acceptor_;
+  std::shared_ptr<TlsContext> tls_;
   std::atomic<bool> stopping_{false};
 
   struct Entry {
