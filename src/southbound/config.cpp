@@ -38,6 +38,7 @@ SouthboundConfig southbound_config_from(core::Config& cfg) {
   c.miss_send_len = static_cast<uint16_t>(cfg.get_int(s, "miss_send_len", c.miss_send_len, 0, 0xffff));
   c.clear_flows_on_connect = cfg.get_bool(s, "clear_flows_on_connect", c.clear_flows_on_connect);
   read_tls_settings(cfg, c.tls);
+  read_dos_settings(cfg, c.dos);
   if (c.echo_timeout <= c.echo_interval)
     cfg.add_problem("southbound.echo_timeout_ms must be larger than echo_interval_ms");
   return c;

@@ -9,6 +9,7 @@
 
 #include "core/config.hpp"
 #include "core/expected.hpp"
+#include "southbound/dos_settings.hpp"
 
 namespace sdn::southbound {
 
@@ -36,6 +37,7 @@ struct SouthboundConfig {
   uint16_t miss_send_len = 0xffff;                     // SET_CONFIG; 0xffff = whole packet, no buffer
   bool clear_flows_on_connect = true;                  // delete all flows before table-miss install
   TlsSettings tls;                                     // off: plain TCP
+  DosSettings dos;                                     // PacketIn limiter + table-miss meters
 };
 
 // Parses "HOST:PORT" (port 0..65535) into the listen fields of `c`; on failure returns why

@@ -11,6 +11,7 @@
 
 #include "core/log.hpp"
 #include "southbound/controller.hpp"
+#include "southbound/miss_meter.hpp"
 
 namespace sdn::southbound {
 namespace {
@@ -200,6 +201,10 @@ bool Connection::handle_frame(std::span<const uint8_t> frame) {
     reply_error(ofp::Error{ofp::Errc::kBadVersion, ofp::err::kBadRequest, ofp::err::kBrcBadVersion, "version"}, frame);
     return true;
   }
+  // A flooding switch or port is cut here, before the decode and the apps (docs/dos.md).
+  if (h.type == ofp::Type::kPacketIn && state_ == State::kUp && cfg_.dos.pin_limit &&
+      !admit_packet_in(pin_limiter_, frame, last_rx_, counters_, features_.datapath_id))
+    return true;
   auto msg = ofp::decode(frame);
   if (!msg) {
     counters_.err_decode.inc();
@@ -355,6 +360,9 @@ void Connection::on_port_desc_complete() {
   miss.priority = 0;
   miss.instructions.push_back(ofp::InstrApplyActions{{ofp::ActionOutput{ofp::port::kController, ofp::kControllerMaxLenNoBuffer}}});
   setup.push_back(std::move(miss));
+  // Asked before the set-up goes out, answered before its barrier; a switch with usable meters
+  // then gets them after the set-up (miss_meter.hpp). Its absence never fails the handshake.
+  start_miss_meters(*this, cfg_.dos, counters_);
   send_batch(std::move(setup), Lane::kHigh, [this](const BatchResult& r) {
     if (state_ != State::kConfiguring) return;
     if (!r.ok) {

@@ -18,6 +18,7 @@
 #include "southbound/app.hpp"
 #include "southbound/config.hpp"
 #include "southbound/counters.hpp"
+#include "southbound/pin_limiter.hpp"
 #include "southbound/transport.hpp"
 
 namespace sdn::southbound {
@@ -137,6 +138,7 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   std::deque<PendingBatch> batches_;
   size_t batch_xids_ = 0;
   std::unordered_map<uint32_t, ReplyCallback> requests_;
+  PinLimiter pin_limiter_{cfg_.dos};  // PacketIn admission (pin_limiter.hpp), before decoding
 };
 
 }  // namespace sdn::southbound

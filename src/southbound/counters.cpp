@@ -37,6 +37,15 @@ Counters::Counters(core::Metrics& m)
       batches_ok(m.counter("southbound.batches.ok")),
       batches_failed(m.counter("southbound.batches.failed")),
       accept_errors(m.counter("southbound.errors.accept")),
+      pin_dropped_port(m.counter("southbound.packet_in.dropped.port")),
+      pin_dropped_switch(m.counter("southbound.packet_in.dropped.switch")),
+      pin_dropped_control_port(m.counter("southbound.packet_in.dropped.control_port")),
+      pin_dropped_control_switch(m.counter("southbound.packet_in.dropped.control_switch")),
+      pin_control(m.counter("southbound.packet_in.control")),
+      pin_unpeeked(m.counter("southbound.packet_in.unpeeked")),
+      meters_installed(m.counter("southbound.meters.installed")),
+      meters_unsupported(m.counter("southbound.meters.unsupported")),
+      meters_failed(m.counter("southbound.meters.failed")),
       packet_in_service(m.histogram("southbound.packet_in.service")) {
   for (size_t t = 0; t < rx_by_type.size(); ++t) {
     std::string name = t + 1 == rx_by_type.size() ? "unknown" : ofp::type_name(static_cast<ofp::Type>(t));

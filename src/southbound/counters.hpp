@@ -45,6 +45,18 @@ struct Counters {
   core::Counter& batches_ok;
   core::Counter& batches_failed;
   core::Counter& accept_errors;
+  // PacketIn admission (pin_limiter.hpp): drops per bucket that was empty, ARP/LLDP admitted
+  // on their own budget, frames too malformed to peek (left to the decoder).
+  core::Counter& pin_dropped_port;
+  core::Counter& pin_dropped_switch;
+  core::Counter& pin_dropped_control_port;
+  core::Counter& pin_dropped_control_switch;
+  core::Counter& pin_control;
+  core::Counter& pin_unpeeked;
+  // Table-miss meters (miss_meter.hpp): installed, switch without usable meters, refused.
+  core::Counter& meters_installed;
+  core::Counter& meters_unsupported;
+  core::Counter& meters_failed;
   // Reactive per-packet processing time (RPPT): from the read that delivered a PACKET_IN to
   // the socket write that carries the first reply an app queued for it.
   core::Histogram& packet_in_service;

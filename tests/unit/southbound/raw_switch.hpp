@@ -88,6 +88,19 @@ class RawSwitch {
       if (!m) return false;
       if (ofp::type_of(m->body) == ofp::Type::kFlowMod) setup_flows.push_back(std::get<ofp::FlowMod>(m->body));
       if (ofp::type_of(m->body) == ofp::Type::kSetConfig) set_config = std::get<ofp::SetConfig>(m->body);
+      // The controller's meter probe (southbound/miss_meter.hpp): answered with meter_features
+      // when a test set it, else with BAD_MULTIPART, as a switch without meters does.
+      if (ofp::type_of(m->body) == ofp::Type::kMultipartRequest &&
+          std::get<ofp::MultipartRequest>(m->body).type == ofp::MultipartType::kMeterFeatures) {
+        if (meter_features) {
+          ofp::MultipartReply mf;
+          mf.type = ofp::MultipartType::kMeterFeatures;
+          mf.body = *meter_features;
+          send(m->xid, mf);
+        } else {
+          send(m->xid, ofp::ErrorMsg{ofp::err::kBadRequest, ofp::err::kBrcBadMultipart, {}});
+        }
+      }
       if (ofp::type_of(m->body) == ofp::Type::kBarrierRequest) {
         send(m->xid, ofp::BarrierReply{});
         return true;
@@ -116,6 +129,7 @@ class RawSwitch {
 
   std::vector<ofp::FlowMod> setup_flows;
   std::optional<ofp::SetConfig> set_config;
+  std::optional<ofp::MeterFeatures> meter_features;  // what to answer the meter probe with
 
  private:
   // Reads bytes until one whole frame is buffered.
