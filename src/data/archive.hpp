@@ -51,6 +51,17 @@ struct ArchiveStats {
   uint64_t dropped = 0;    // refused because the queue was full (counted, logged)
   uint64_t queued = 0;     // waiting for the writer now
   uint64_t retention_deleted = 0;
+  uint64_t full_errors = 0;  // failed attempts because the disk or database was full (SQLITE_FULL,
+                             // ENOSPC, PostgreSQL class 53); kept and retried like any failure
+  // The local disk spool (PostgreSQL with spool_dir set): records moved to disk while the
+  // database could not commit them, and taken back out once it did.
+  uint64_t spooled = 0;          // records appended to the spool (fsync'd)
+  uint64_t replayed = 0;         // spooled records committed to the database since
+  uint64_t spool_records = 0;    // waiting in the spool now (this run's and earlier runs')
+  uint64_t spool_bytes = 0;      // bytes of those
+  uint64_t spool_corrupt = 0;    // damaged spool entries found (cut off, logged, kept aside)
+  uint64_t spool_errors = 0;     // spool appends that failed (the batch stayed in memory)
+  std::string spool_path;        // empty = no spool
   bool connected = true;
   std::string last_error;
 };
@@ -65,8 +76,8 @@ class Archive {
   virtual void append(RecordPtr r) = 0;
   // Wakes the writer now (NO_WAIT / flush()); does not wait.
   virtual void kick() = 0;
-  // Waits until every record appended before the call is committed (or dropped); false on
-  // timeout.
+  // Waits until every record appended before the call is committed (or spooled to local disk,
+  // or dropped); false on timeout.
   virtual bool flush(std::chrono::milliseconds timeout) = 0;
   // Sees everything flushed. Thread-safe; runs on the caller's thread with its own connection.
   virtual Expected<std::vector<Record>, std::string> query(const Query& q) = 0;
@@ -93,6 +104,15 @@ struct PostgresConfig {
   std::chrono::milliseconds connect_timeout{2000};
   std::chrono::milliseconds reconnect_max{2000};
   Retention retention;
+  // Spool to local disk when the server cannot commit: a batch that has kept failing for
+  // `spool_after`, or fails while more than `spool_queue` records wait in memory, goes to
+  // "<spool_dir>/<table>.spool" (fsync'd), and so does everything after it until the spool is
+  // replayed, in order. A spool left by an earlier run is replayed after open. Empty = off
+  // (failing batches wait in memory, up to max_queued).
+  std::string spool_dir = "sdnator-spool";
+  std::chrono::milliseconds spool_after{1000};
+  std::size_t spool_queue = 10000;
+  uint64_t spool_max_bytes = uint64_t{1} << 30;
 };
 
 // Opens (creating the schema if needed) and starts the writer thread. Errors are clear and name

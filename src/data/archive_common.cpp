@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "core/log.hpp"
 
@@ -129,9 +130,14 @@ void BatchingArchive::append(RecordPtr r) {
   if (queue_.size() >= opts_.max_queued || stop_) {
     lk.unlock();
     dropped_.fetch_add(1, std::memory_order_relaxed);
+    std::string why;
+    {
+      std::lock_guard g(err_mu_);
+      why = last_error_.empty() ? "the writer is behind" : "last error: " + last_error_;
+    }
     SDN_LOG_RATELIMITED(spdlog::level::err,
-                        "archive {}: queue full ({} records waiting), dropped a record for {}",
-                        opts_.name, opts_.max_queued, r->key);
+                        "archive {}: queue full ({} records waiting; {}), dropped a record for {}",
+                        opts_.name, opts_.max_queued, why, r->key);
     return;
   }
   queue_.push_back(std::move(r));
@@ -178,13 +184,96 @@ ArchiveStats BatchingArchive::stats() const {
   s.dropped = dropped_.load(std::memory_order_relaxed);
   s.retention_deleted = retention_deleted_.load(std::memory_order_relaxed);
   s.connected = connected_.load(std::memory_order_relaxed);
+  s.full_errors = full_errors_.load(std::memory_order_relaxed);
+  s.spool_errors = spool_errors_.load(std::memory_order_relaxed);
   {
     std::lock_guard lk(mu_);
     s.queued = queue_.size() + in_flight_;
   }
   std::lock_guard lk(err_mu_);
   s.last_error = last_error_;
+  s.spool_path = spool_path_;
+  s.spooled = spool_stats_.appended_records;
+  s.replayed = spool_stats_.replayed_records;
+  s.spool_records = spool_stats_.pending_records;
+  s.spool_bytes = spool_stats_.pending_bytes;
+  s.spool_corrupt = spool_stats_.corrupt;
   return s;
+}
+
+void BatchingArchive::set_spool(std::unique_ptr<Spool> s) {
+  spool_ = std::move(s);
+  std::lock_guard lk(err_mu_);
+  spool_path_ = spool_ ? spool_->path() : "";
+  if (spool_) spool_stats_ = spool_->stats();
+}
+
+void BatchingArchive::publish_spool_stats() {
+  if (!spool_) return;
+  std::lock_guard lk(err_mu_);
+  spool_stats_ = spool_->stats();
+}
+
+bool BatchingArchive::try_write(const std::vector<RecordPtr>& batch) {
+  auto r = write_batch(batch);
+  const std::size_t n = batch.size();
+  if (r) {
+    const std::size_t refused = std::min(*r, n);
+    written_.fetch_add(n - refused, std::memory_order_relaxed);
+    dropped_.fetch_add(refused, std::memory_order_relaxed);
+    batches_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  failed_batches_.fetch_add(1, std::memory_order_relaxed);
+  set_last_error(r.error());
+  SDN_LOG_RATELIMITED(spdlog::level::err, "archive {}: batch of {} records failed: {}", opts_.name,
+                      n, r.error());
+  return false;
+}
+
+bool BatchingArchive::spool_batch(const std::vector<RecordPtr>& batch) {
+  auto r = spool_->append(batch);
+  publish_spool_stats();
+  if (!r) {
+    spool_errors_.fetch_add(1, std::memory_order_relaxed);
+    set_last_error(r.error());
+    SDN_LOG_RATELIMITED(spdlog::level::err, "archive {}: cannot spool {} records: {}", opts_.name,
+                        batch.size(), r.error());
+    return false;
+  }
+  SDN_LOG_RATELIMITED(spdlog::level::warn,
+                      "archive {}: database not taking writes; {} records spooled to {} "
+                      "({} waiting there)",
+                      opts_.name, batch.size(), spool_->path(), spool_->stats().pending_records);
+  return true;
+}
+
+namespace {
+constexpr std::size_t kReplayBatches = 10;
+}  // namespace
+
+bool BatchingArchive::replay_one() {
+  // Several entries per commit: replay must outrun new appends for the spool ever to drain.
+  std::size_t entries = 0;
+  auto batch = spool_->front(opts_.batch_size * kReplayBatches, entries);
+  if (!batch) {
+    // Counted and logged by the spool; what it cut off cannot be written.
+    publish_spool_stats();
+    set_last_error(batch.error());
+    return false;
+  }
+  if (!try_write(*batch)) return false;
+  if (auto p = spool_->pop(entries); !p) {
+    // Committed but the cursor did not move: a restart would replay this entry again.
+    set_last_error(p.error());
+    spdlog::error("archive {}: {}", opts_.name, p.error());
+  }
+  publish_spool_stats();
+  if (!spool_->has_backlog()) {
+    spdlog::info("archive {}: spool replayed ({} records in total)", opts_.name,
+                 spool_->stats().replayed_records);
+  }
+  return true;
 }
 
 void BatchingArchive::run() {
@@ -194,12 +283,31 @@ void BatchingArchive::run() {
   const bool retention_on = retention_enabled();
   const auto retention_every = std::max(opts_.retention.interval, std::chrono::milliseconds(1));
   auto next_retention = Clock::now() + retention_every;
-  auto retry_at = Clock::time_point::min();
+  auto retry_at = Clock::time_point::min();   // next database attempt after a failure
   auto backoff = opts_.retry_min;
+  std::optional<Clock::time_point> failing_since;  // first failure of the current outage
+  auto last_take = Clock::now();
+  std::optional<Clock::time_point> stop_deadline;  // replaying the spool while stopping ends here
+  bool stop_replay = false;                        // stopping and the database failed: leave it
+  constexpr auto kStopReplayBudget = std::chrono::seconds(5);
+
+  auto failed = [&](Clock::time_point now) {
+    if (!failing_since) failing_since = now;
+    retry_at = now + backoff;
+    backoff = std::min(backoff * 2, opts_.retry_max);
+  };
+  auto succeeded = [&] {
+    backoff = opts_.retry_min;
+    retry_at = Clock::time_point::min();
+    failing_since.reset();
+  };
 
   std::unique_lock lk(mu_);
   for (;;) {
-    auto deadline = batch.empty() ? Clock::now() + opts_.flush_interval : retry_at;
+    const bool backlog = spool_ && spool_->has_backlog();
+    auto now = Clock::now();
+    auto deadline = batch.empty() ? now + opts_.flush_interval : retry_at;
+    if (backlog && !stop_replay) deadline = std::min(deadline, std::max(retry_at, now));
     if (retention_on) deadline = std::min(deadline, next_retention);
     if (batch.empty()) {
       work_cv_.wait_until(lk, deadline, [&] {
@@ -211,55 +319,78 @@ void BatchingArchive::run() {
       work_cv_.wait_until(lk, deadline, [&] { return stop_; });
     }
     const bool stopping = stop_;
+    now = Clock::now();
+    if (stopping && !stop_deadline) stop_deadline = now + kStopReplayBudget;
+    // Replaying a spool wakes the loop often; take partial batches only as often as flushing
+    // would, so the spool gets full batches rather than one fsync per record.
+    const bool take = !backlog || stopping || kick_ || queue_.size() >= opts_.batch_size ||
+                      flush_target_ > done_seq_ || now - last_take >= opts_.flush_interval;
     kick_ = false;
-    if (batch.empty() && !queue_.empty()) {
+    if (batch.empty() && !queue_.empty() && take) {
       const std::size_t n = std::min(opts_.batch_size, queue_.size());
       for (std::size_t i = 0; i < n; ++i) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
       }
       in_flight_ += n;
+      last_take = now;
     }
+    const std::size_t waiting = queue_.size();
     lk.unlock();
 
-    if (!batch.empty() && (stopping || Clock::now() >= retry_at)) {
-      auto r = write_batch(batch);
+    if (!batch.empty()) {
       const std::size_t n = batch.size();
-      if (r) {
-        const std::size_t refused = std::min(*r, n);
-        written_.fetch_add(n - refused, std::memory_order_relaxed);
-        dropped_.fetch_add(refused, std::memory_order_relaxed);
-        batches_.fetch_add(1, std::memory_order_relaxed);
-        batch.clear();
-        backoff = opts_.retry_min;
-        retry_at = Clock::time_point::min();
-        finish_records(n);
-      } else {
-        failed_batches_.fetch_add(1, std::memory_order_relaxed);
-        set_last_error(r.error());
-        SDN_LOG_RATELIMITED(spdlog::level::err, "archive {}: batch of {} records failed: {}",
-                            opts_.name, n, r.error());
-        if (stopping) {
-          // Shutting down with a failing database: give up on this batch and whatever is still
-          // queued, loudly and counted.
-          std::size_t lost = n;
-          {
-            std::lock_guard g(mu_);
-            lost += queue_.size();
-            in_flight_ += queue_.size();
-            queue_.clear();
-          }
-          dropped_.fetch_add(lost, std::memory_order_relaxed);
-          spdlog::error("archive {}: stopping with the database failing; {} records not written",
-                        opts_.name, lost);
-          batch.clear();
-          finish_records(lost);
+      bool done = false;
+      if (backlog) {
+        // Older records are on disk: this batch goes behind them, never ahead.
+        done = spool_batch(batch);
+      } else if (stopping || now >= retry_at) {
+        done = try_write(batch);
+        if (done) {
+          succeeded();
         } else {
-          retry_at = Clock::now() + backoff;
-          backoff = std::min(backoff * 2, opts_.retry_max);
+          now = Clock::now();
+          failed(now);
+          if (spool_ && (stopping || now - *failing_since >= opts_.spool_after ||
+                         waiting + n > opts_.spool_queue)) {
+            done = spool_batch(batch);
+          }
         }
       }
+      if (done) {
+        batch.clear();
+        finish_records(n);
+      } else if (stopping) {
+        // Shutting down with a failing database (and no spool, or a failing one): give up on
+        // this batch and whatever is still queued, loudly and counted.
+        std::size_t lost = n;
+        {
+          std::lock_guard g(mu_);
+          lost += queue_.size();
+          in_flight_ += queue_.size();
+          queue_.clear();
+        }
+        dropped_.fetch_add(lost, std::memory_order_relaxed);
+        spdlog::error("archive {}: stopping with the database failing; {} records not written",
+                      opts_.name, lost);
+        batch.clear();
+        finish_records(lost);
+      } else if (backlog) {
+        // The spool refused (disk full, cap): keep the batch and try again after a backoff.
+        failed(Clock::now());
+      }
     }
+
+    // Replay: one entry per turn while the database takes them, so new appends keep flowing.
+    if (spool_ && spool_->has_backlog() && !stop_replay && Clock::now() >= retry_at) {
+      if (replay_one()) {
+        succeeded();
+      } else {
+        failed(Clock::now());
+        if (stopping) stop_replay = true;
+      }
+    }
+    if (stopping && stop_deadline && Clock::now() >= *stop_deadline) stop_replay = true;
 
     if (retention_on && Clock::now() >= next_retention) {
       auto r = writer_retention();
@@ -274,7 +405,12 @@ void BatchingArchive::run() {
     }
 
     lk.lock();
-    if (stopping && queue_.empty() && batch.empty()) break;
+    const bool spool_settled = !spool_ || !spool_->has_backlog() || stop_replay;
+    if (stopping && queue_.empty() && batch.empty() && spool_settled) break;
+  }
+  if (spool_ && spool_->has_backlog()) {
+    spdlog::warn("archive {}: {} records left in the spool {}; replayed at the next start",
+                 opts_.name, spool_->stats().pending_records, spool_->path());
   }
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "data/archive.hpp"
+#include "data/spool.hpp"
 
 namespace sdn::data::archive_detail {
 
@@ -33,6 +34,10 @@ struct WriterOptions {
   Retention retention;
   std::chrono::milliseconds retry_min{10};
   std::chrono::milliseconds retry_max{1000};
+  // With a spool (set_spool): a failing batch goes to disk once it has failed for this long,
+  // or at once when more than spool_queue records wait in memory.
+  std::chrono::milliseconds spool_after{1000};
+  std::size_t spool_queue = 10000;
 };
 
 // Implements append/kick/flush/stats over a mutex-protected queue drained by one thread. A
@@ -57,6 +62,9 @@ class BatchingArchive : public Archive {
   // Applies the retention policy with the writer's connection; returns the rows deleted.
   virtual Expected<std::size_t, std::string> writer_retention() = 0;
 
+  // Before start_writer(): batches the database cannot take go to this spool (see
+  // WriterOptions), and what it holds is replayed, in order, before anything newer is written.
+  void set_spool(std::unique_ptr<Spool> s);
   void start_writer();
   // Drains what is queued (one attempt per batch once stopping), then joins. Idempotent.
   void stop_writer();
@@ -68,11 +76,20 @@ class BatchingArchive : public Archive {
   void count_retention_deleted(std::size_t n) {
     retention_deleted_.fetch_add(n, std::memory_order_relaxed);
   }
+  // write_batch() tells apart "the disk / database is full" (counted as full_errors).
+  void count_full_error() { full_errors_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void run();
   // Marks `n` more records as done (committed or dropped) and wakes flush() waiters.
   void finish_records(std::size_t n);
+  // One commit attempt of `batch`, counting the outcome; true when committed.
+  bool try_write(const std::vector<RecordPtr>& batch);
+  // Appends `batch` to the spool; true on success (records then count as done).
+  bool spool_batch(const std::vector<RecordPtr>& batch);
+  // Commits the spool's oldest entry; false when the database refused (or the entry was bad).
+  bool replay_one();
+  void publish_spool_stats();
 
   WriterOptions opts_;
   std::thread thread_;
@@ -95,9 +112,14 @@ class BatchingArchive : public Archive {
   std::atomic<uint64_t> failed_batches_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> retention_deleted_{0};
+  std::atomic<uint64_t> full_errors_{0};
+  std::atomic<uint64_t> spool_errors_{0};
   std::atomic<bool> connected_{true};
   mutable std::mutex err_mu_;
   std::string last_error_;
+  std::unique_ptr<Spool> spool_;  // writer thread only (after start_writer)
+  SpoolStats spool_stats_;        // copy for stats(), guarded by err_mu_
+  std::string spool_path_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -364,16 +364,19 @@ class PostgresPages final : public PageSource {
 
 class PostgresArchive final : public BatchingArchive {
  public:
-  PostgresArchive(const PostgresConfig& cfg, ConnPtr writer, ConnPtr reader)
+  PostgresArchive(const PostgresConfig& cfg, ConnPtr writer, ConnPtr reader,
+                  std::unique_ptr<Spool> spool)
       : BatchingArchive(WriterOptions{"postgres", cfg.batch_size, cfg.flush_interval,
                                       cfg.max_queued, cfg.retention, Ms(10),
-                                      std::max(cfg.reconnect_max, Ms(10))}),
+                                      std::max(cfg.reconnect_max, Ms(10)), cfg.spool_after,
+                                      cfg.spool_queue}),
         cfg_(cfg),
         writer_(std::move(writer)),
         reader_(std::move(reader)),
         copy_sql_("COPY \"" + cfg.table +
                   "\" (key, app_id, instance, ts_ns, seq, kind, value, value_bytes) "
                   "FROM STDIN (FORMAT binary)") {
+    set_spool(std::move(spool));
     start_writer();
   }
   ~PostgresArchive() override { stop_writer(); }
@@ -433,6 +436,7 @@ class PostgresArchive final : public BatchingArchive {
       return unexpected(done.error());
     }
     if (is_data_error(state)) return insert_one_by_one(batch, done.error());
+    if (state.compare(0, 2, "53") == 0) count_full_error();  // insufficient resources (disk full)
     return unexpected(done.error());
   }
 
@@ -568,8 +572,14 @@ Expected<std::unique_ptr<Archive>, std::string> open_postgres_archive(const Post
   }
   auto reader = connect(cfg.dsn, "sdnator:" + cfg.table + ":q", cfg.connect_timeout);
   if (!reader) return unexpected(reader.error());
-  return std::unique_ptr<Archive>(
-      std::make_unique<PostgresArchive>(cfg, std::move(*writer), std::move(*reader)));
+  std::unique_ptr<Spool> spool;
+  if (!cfg.spool_dir.empty()) {
+    auto s = Spool::open(cfg.spool_dir, cfg.table, cfg.spool_max_bytes);
+    if (!s) return unexpected("postgres: " + s.error());
+    spool = std::move(*s);
+  }
+  return std::unique_ptr<Archive>(std::make_unique<PostgresArchive>(
+      cfg, std::move(*writer), std::move(*reader), std::move(spool)));
 }
 
 }  // namespace sdn::data

@@ -3,6 +3,7 @@
 // connections so queries never wait for the writer's transaction.
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -246,7 +247,9 @@ class SqliteArchive final : public BatchingArchive {
  protected:
   Expected<std::size_t, std::string> write_batch(const std::vector<RecordPtr>& batch) override {
     sqlite3* db = writer_.get();
-    if (auto r = exec(db, "BEGIN IMMEDIATE"); !r) return unexpected("sqlite: begin: " + r.error());
+    if (auto r = exec(db, "BEGIN IMMEDIATE"); !r) {
+      return unexpected("sqlite: begin: " + describe_failure(db, sqlite3_extended_errcode(db)));
+    }
     sqlite3_stmt* s = insert_.get();
     std::size_t refused = 0;
     for (const auto& rec : batch) {
@@ -276,7 +279,7 @@ class SqliteArchive final : public BatchingArchive {
                             rec->key, errmsg(db));
         continue;
       }
-      std::string e = "sqlite: insert: " + errmsg(db);
+      std::string e = "sqlite: insert: " + describe_failure(db, rc);
       sqlite3_reset(s);
       (void)exec(db, "ROLLBACK");
       return unexpected(std::move(e));
@@ -284,10 +287,28 @@ class SqliteArchive final : public BatchingArchive {
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
     if (auto r = exec(db, "COMMIT"); !r) {
+      const int rc = sqlite3_extended_errcode(db);
+      std::string e = describe_failure(db, rc, r.error());
       (void)exec(db, "ROLLBACK");
-      return unexpected("sqlite: commit: " + r.error());
+      return unexpected("sqlite: commit: " + e);
     }
     return refused;
+  }
+
+  // The error text for a failed write; a full disk (SQLITE_FULL, or an I/O error whose errno is
+  // ENOSPC) is said plainly, with the path, and counted (stats().full_errors).
+  std::string describe_failure(sqlite3* db, int rc, std::string e = {}) {
+    const int primary = rc & 0xff;
+    const int sys = sqlite3_system_errno(db);
+    if (e.empty()) e = errmsg(db);
+    if (primary == SQLITE_FULL || (primary == SQLITE_IOERR && sys == ENOSPC)) {
+      count_full_error();
+      e = "disk full: " + cfg_.path + " (or its -wal file) cannot grow: " + e +
+          "; records stay queued and are retried";
+    } else if (primary == SQLITE_IOERR) {
+      e += " (I/O error, errno " + std::to_string(sys) + ")";
+    }
+    return e;
   }
 
   Expected<std::size_t, std::string> writer_retention() override {
