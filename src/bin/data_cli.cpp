@@ -40,6 +40,7 @@ CLI::App* g_coord = nullptr;
 CLI::App* g_write = nullptr;
 CLI::App* g_observe = nullptr;
 CLI::App* g_get = nullptr;
+CLI::App* g_acl_password = nullptr;
 volatile std::sig_atomic_t g_stop = 0;
 
 Expected<data::DataConfig, std::string> load_data_config() {
@@ -118,7 +119,8 @@ int run_write() {
   }
   data::DueConfig dc;
   data::Due due(b, dc);
-  if (auto r = due.init(g_opts.app_id, data::kProducer); !r) {
+  // The key written is the one capability: with [data] acl = "enforce" that is the grant.
+  if (auto r = due.init(g_opts.app_id, data::kProducer, {}, {data::Capability{g_opts.key, {}, false}}); !r) {
     fmt::print(stderr, "sdnator: {}\n", r.error());
     return 2;
   }
@@ -196,6 +198,28 @@ int run_get() {
   return 0;
 }
 
+// The Redis password of an app's ACL user (docs/acl.md), for the operator to put in that app's
+// [redis] password: HMAC-SHA256 of the app id under [acl] secret; nothing goes over the network.
+int run_acl_password() {
+  auto d = load_data_config();
+  if (!d) {
+    fmt::print(stderr, "sdnator: config error: {}\n", d.error());
+    return 2;
+  }
+  if (d->acl.secret.empty()) {
+    fmt::print(stderr, "sdnator: [acl] secret is not set\n");
+    return 2;
+  }
+  auto k = data::Key::parse_concrete(g_opts.app_id);
+  if (!k || k->segments().size() != 1 || !k->app_id().empty()) {
+    fmt::print(stderr, "sdnator: bad app id '{}'\n", g_opts.app_id);
+    return 2;
+  }
+  fmt::print("user = \"{}{}\"\npassword = \"{}\"\n", d->acl.user_prefix, g_opts.app_id,
+             data::app_password(d->acl.secret, g_opts.app_id));
+  return 0;
+}
+
 void common(CLI::App* c) {
   c->add_option("-c,--config", g_opts.config_path, "TOML configuration file ([data], [redis], [sqlite], [postgres])")
       ->check(CLI::ExistingFile);
@@ -229,11 +253,15 @@ void add_data_subcommands(CLI::App& app) {
   g_get->add_option("--app", g_opts.producer, "producer app id");
   g_get->add_option("--latest", g_opts.latest, "only the newest N");
   g_get->add_option("--limit", g_opts.limit, "at most N");
+  g_acl_password = data->add_subcommand(
+      "acl-password", "print an app's Redis ACL user and password ([redis] user/password of its process)");
+  common(g_acl_password);
+  g_acl_password->add_option("app", g_opts.app_id, "app id")->required();
 }
 
 int run_data_cli() {
   CLI::App* chosen = nullptr;
-  for (auto* c : {g_coord, g_write, g_observe, g_get})
+  for (auto* c : {g_coord, g_write, g_observe, g_get, g_acl_password})
     if (c && c->parsed()) chosen = c;
   if (!chosen) return -1;
   if (!core::set_log_level(g_opts.log_level)) {
@@ -243,6 +271,7 @@ int run_data_cli() {
   if (chosen == g_coord) return run_coordinator();
   if (chosen == g_write) return run_write();
   if (chosen == g_observe) return run_observe();
+  if (chosen == g_acl_password) return run_acl_password();
   return run_get();
 }
 

@@ -1,4 +1,4 @@
-// [data], [redis], [sqlite], [postgres], [coordinator] -> DataConfig (config.hpp).
+// [data], [redis], [sqlite], [postgres], [coordinator], [acl] -> DataConfig (config.hpp).
 #include "data/config.hpp"
 
 #include <cctype>
@@ -85,6 +85,24 @@ DataConfig data_config_from(core::Config& c) {
     }
   if (d.archive == "postgres" && p.dsn.empty())
     c.add_problem("postgres.dsn: required when data.archive = \"postgres\"");
+
+  auto& a = d.acl;
+  std::string mode = c.get_string("data", "acl", "off");
+  if (mode == "enforce") a.mode = AclMode::kEnforce;
+  else if (mode != "off")
+    c.add_problem(fmt::format("data.acl: '{}' is not a mode (off, enforce)", mode));
+  a.secret = c.get_string("acl", "secret", "");
+  a.apps = c.get_string_list("acl", "apps", {});
+  a.user_prefix = c.get_string("acl", "user_prefix", a.user_prefix);
+  a.admin = r;
+  a.admin.user = c.get_string("acl", "admin_user", r.user);
+  a.admin.password = c.get_string("acl", "admin_password", r.password);
+  a.redis_users = d.updates == "redis" && !a.secret.empty();
+  if (!a.secret.empty() && a.secret.size() < 16)
+    c.add_problem("acl.secret: use at least 16 characters (it keys every app's Redis password)");
+  for (const auto& app : a.apps)
+    if (auto k = Key::parse_concrete(app); !k || k->segments().size() != 1 || !k->app_id().empty())
+      c.add_problem(fmt::format("acl.apps: '{}' is not an app id", app));
 
   auto& co = d.coordinator;
   co.enabled = c.get_bool("coordinator", "enabled", co.enabled);

@@ -1,5 +1,5 @@
 // Configuration of the data layer, read from the TOML sections [data], [redis], [sqlite],
-// [postgres] and [coordinator] (README "Configuration"). Every value has a default: with no
+// [postgres], [coordinator] and [acl] (README "Configuration"). Every value has a default: with no
 // config at all the embedded defaults run (in-process bus, SQLite archive).
 #pragma once
 
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/config.hpp"
+#include "data/acl.hpp"
 #include "data/archive.hpp"
 #include "data/updates.hpp"
 
@@ -37,6 +38,7 @@ struct DataConfig {
   PostgresConfig postgres;
   DueConfig due;
   CoordinatorConfig coordinator;
+  AclConfig acl;  // [data] acl and the [acl] section (docs/acl.md)
 };
 
 // Reads the sections, recording problems (unknown backend names, out-of-range values) on `cfg`.

@@ -5,9 +5,11 @@
 // deadlock on the core's lock.
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "core/log.hpp"
@@ -39,11 +41,47 @@ struct Coordinator::Impl {
   std::condition_variable q_cv;
   std::deque<RecordPtr> queue;
   bool stopping = false;
+  bool poked = false;  // a revoke/restore waits in `control`
   uint64_t dropped = 0;
 
   std::unique_ptr<Due> due;
   Due::Subscription sub;
   std::thread thread;
+
+  // Grants (docs/acl.md): what was last installed per app, locally and on Redis.
+  std::mutex acl_mu;  // guards applied, admin, control
+  std::map<std::string, Json> applied;
+  std::unique_ptr<RedisAclAdmin> admin;
+  std::deque<std::pair<bool, std::string>> control;  // (revoke?, app) for the core
+
+  void install(const Grant& g) {
+    Json j = grant_json(g);
+    auto it = applied.find(g.app);
+    if (it != applied.end() && it->second == j) return;
+    backends->acl().set_grant(g);
+    // The Coordinator itself runs on the admin connection: no Redis user of its own.
+    if (admin && g.app != keys::kCoordinatorId) {
+      if (auto r = admin->apply(g); !r) {
+        SDN_LOG_RATELIMITED(spdlog::level::err, "coordinator: {}", r.error());
+        return;  // tried again on the next change
+      }
+      spdlog::info("coordinator: redis user {} granted publish {} subscribe {}",
+                   admin->user(g.app), g.publish.size(), g.subscribe.size());
+    }
+    applied[g.app] = std::move(j);
+  }
+
+  // Brings the grants in line with the registry: new or changed apps get their grant, apps no
+  // longer registered shrink back to the coordination keys (they may register again).
+  void sync_grants(const std::map<std::string, Grant>& grants) {
+    std::lock_guard lock(acl_mu);
+    for (const auto& [app, g] : grants) install(g);
+    std::vector<std::string> gone;
+    for (const auto& [app, j] : applied)
+      if (!grants.count(app)) gone.push_back(app);
+    for (const auto& app : gone)
+      if (!backends->acl().revoked(app)) install(coordination_grant(app));
+  }
 
   void enqueue(const RecordPtr& r) {
     {
@@ -79,19 +117,31 @@ struct Coordinator::Impl {
       std::deque<RecordPtr> batch;
       {
         std::unique_lock lock(q_mu);
-        q_cv.wait_until(lock, next_tick, [&] { return stopping || !queue.empty(); });
+        q_cv.wait_until(lock, next_tick, [&] { return stopping || poked || !queue.empty(); });
         if (stopping) return;
+        poked = false;
         batch.swap(queue);
       }
+      std::deque<std::pair<bool, std::string>> ctl;
+      {
+        std::lock_guard lock(acl_mu);
+        ctl.swap(control);
+      }
       std::vector<Publication> pubs;
+      std::map<std::string, Grant> grants;
       {
         std::lock_guard lock(core_mu);
+        for (const auto& [revoke, app] : ctl)
+          append(pubs, revoke ? core.revoke(app, wall_ns()) : core.restore(app, wall_ns()));
         for (const auto& r : batch) append(pubs, core.on_record(*r, wall_ns()));
         if (Clock::now() >= next_tick) {
           append(pubs, core.tick(wall_ns()));
           next_tick = Clock::now() + cfg.check_interval;
         }
+        if (!pubs.empty()) grants = core.grants();
       }
+      // Grants first: an app that gets its assignment set can use what it registered.
+      if (!pubs.empty()) sync_grants(grants);
       write(pubs);
     }
   }
@@ -147,6 +197,31 @@ Expected<void, std::string> Coordinator::start() {
     m.core = CoordinatorCore(m.cfg);
     pubs = m.core.start(wall_ns(), checkpoint ? &*checkpoint : nullptr);
   }
+  {
+    // Grants: revocations restored from the checkpoint hold at once; on Redis, the apps named
+    // in [acl] apps get users for their coordination keys, so that they can register.
+    std::lock_guard lock(m.acl_mu);
+    const AclConfig& acfg = m.backends->acl().config();
+    if (acfg.redis_users) m.admin = std::make_unique<RedisAclAdmin>(acfg);
+    std::set<std::string> revoked;
+    std::map<std::string, Grant> grants;
+    {
+      std::lock_guard lock2(m.core_mu);
+      revoked = m.core.revoked();
+      grants = m.core.grants();
+    }
+    for (const auto& app : revoked) {
+      m.backends->acl().revoke(app);
+      if (m.admin)
+        if (auto r = m.admin->revoke(app); !r) spdlog::error("coordinator: {}", r.error());
+    }
+    for (const auto& app : acfg.apps)
+      if (!revoked.count(app) && !grants.count(app)) m.install(coordination_grant(app));
+  }
+  m.sync_grants([&] {
+    std::lock_guard lock(m.core_mu);
+    return m.core.grants();
+  }());
   m.write(pubs);  // the hello: every live DUE registers again
   spdlog::info("coordinator: started as {} ({})", m.due->instance(),
                checkpoint ? "restored from the last checkpoint" : "no checkpoint");
@@ -189,8 +264,51 @@ void Coordinator::stop() {
 }
 
 Json Coordinator::state() const {
-  std::lock_guard lock(impl_->core_mu);
-  return impl_->core.state();
+  Json j;
+  {
+    std::lock_guard lock(impl_->core_mu);
+    j = impl_->core.state();
+  }
+  j["acl"] = impl_->backends->acl().state();
+  return j;
+}
+
+Expected<void, std::string> Coordinator::revoke(const std::string& app) {
+  Impl& m = *impl_;
+  if (!Key::parse_concrete(app) || app.find('/') != std::string::npos || app.find('@') != std::string::npos)
+    return unexpected(fmt::format("bad app id '{}'", app));
+  if (app == keys::kCoordinatorId) return unexpected(std::string("the Coordinator cannot revoke itself"));
+  Expected<void, std::string> result;
+  {
+    std::lock_guard lock(m.acl_mu);
+    m.backends->acl().revoke(app);  // local: the next write / delivery is refused
+    m.applied.erase(app);
+    if (m.admin) result = m.admin->revoke(app);  // Redis: user off, connections killed
+    m.control.emplace_back(true, app);
+  }
+  {
+    std::lock_guard lock(m.q_mu);
+    m.poked = true;
+  }
+  m.q_cv.notify_one();
+  spdlog::warn("coordinator: app '{}' revoked{}", app, result ? "" : ": " + result.error());
+  return result;
+}
+
+Expected<void, std::string> Coordinator::restore(const std::string& app) {
+  Impl& m = *impl_;
+  {
+    std::lock_guard lock(m.acl_mu);
+    m.backends->acl().restore(app);
+    m.control.emplace_back(false, app);
+  }
+  {
+    std::lock_guard lock(m.q_mu);
+    m.poked = true;
+  }
+  m.q_cv.notify_one();
+  spdlog::info("coordinator: app '{}' restored", app);
+  return {};
 }
 
 }  // namespace sdn::data

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,14 @@ class CoordinatorCore {
   std::vector<Publication> on_record(const Record& r, int64_t now_ns);
   // Heartbeat watching and periodic checkpoints.
   std::vector<Publication> tick(int64_t now_ns);
+  // Operator action (docs/acl.md): the app's instances leave the registry, its records are
+  // ignored from now on (also after a restart: the checkpoint keeps the list), consumers'
+  // assignments are recomputed without it.
+  std::vector<Publication> revoke(const std::string& app, int64_t now_ns);
+  std::vector<Publication> restore(const std::string& app, int64_t now_ns);
+  std::set<std::string> revoked() const;
+  // Each registered app's grant: the union over its instances of derive_grant().
+  std::map<std::string, Grant> grants() const;
 
   // Query API.
   std::vector<InstanceInfo> instances() const;
@@ -90,7 +99,12 @@ class Coordinator {
   ~Coordinator();
   Expected<void, std::string> start();
   void stop();
-  Json state() const;  // thread-safe snapshot of CoordinatorCore::state()
+  Json state() const;  // thread-safe snapshot of CoordinatorCore::state(), plus "acl"
+  // Revokes an app's access (docs/acl.md): at once in this process's Acl and on Redis (user off,
+  // its connections killed); the registry drops it on the Coordinator thread right after.
+  Expected<void, std::string> revoke(const std::string& app);
+  // Lifts a revocation; the app regains its grant when it registers again.
+  Expected<void, std::string> restore(const std::string& app);
 
  private:
   struct Impl;

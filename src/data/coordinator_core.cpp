@@ -249,6 +249,8 @@ struct CoordinatorCore::Impl {
   int64_t started_ns = 0;
   std::optional<int64_t> last_hello_ns;
   std::optional<int64_t> last_checkpoint_ns;
+  std::set<std::string> revoked;  // apps the operator revoked: their records are ignored
+  uint64_t ignored_revoked = 0;
 
   // Epochs only grow, also across restarts that lost the checkpoint: each bump is at least the
   // wall clock in milliseconds (a hybrid logical clock), so a fresh Coordinator's sets are not
@@ -459,7 +461,8 @@ struct CoordinatorCore::Impl {
                 {"apps", Json(std::vector<std::string>(apps.begin(), apps.end()))},
                 {"instances", std::move(insts)},
                 {"assignments", std::move(sets)},
-                {"unsatisfied", std::move(uns)}};
+                {"unsatisfied", std::move(uns)},
+                {"revoked", Json(std::vector<std::string>(revoked.begin(), revoked.end()))}};
   }
 
   // Restores what a checkpoint holds; entries that do not parse are skipped (and logged), the
@@ -471,6 +474,9 @@ struct CoordinatorCore::Impl {
     }
     if (auto it = cp.find("epoch"); it != cp.end() && it->is_number_unsigned())
       epoch = it->get<uint64_t>();
+    if (auto it = cp.find("revoked"); it != cp.end() && it->is_array())
+      for (const auto& a : *it)
+        if (a.is_string()) revoked.insert(a.get<std::string>());
     auto insts = cp.find("instances");
     if (insts == cp.end() || !insts->is_array()) return;
     std::map<InstanceId, AssignmentSet> sets;
@@ -495,6 +501,7 @@ struct CoordinatorCore::Impl {
                       ? rj["instance"].get<std::string>() : std::string();
       auto reg = parse_registration(rj, app, inst);
       if (app.empty() || inst.empty() || !reg) { bad(); continue; }
+      if (revoked.count(app)) continue;
       Entry e;
       e.info.app_id = app;
       e.info.instance = inst;
@@ -561,6 +568,13 @@ std::vector<Publication> CoordinatorCore::on_record(const Record& r, int64_t now
   const Json& v = r.value.json();
 
   Impl& m = *impl_;
+  if (m.revoked.count(app)) {
+    // A revoked app is out of the fabric: it neither registers nor shows up as a consumer.
+    ++m.ignored_revoked;
+    SDN_LOG_RATELIMITED(spdlog::level::warn, "coordinator: ignoring {} from revoked app '{}'",
+                        r.key, app);
+    return out;
+  }
   InstanceId id{app, instance};
   auto it = m.instances.find(id);
 
@@ -645,6 +659,38 @@ std::vector<Publication> CoordinatorCore::tick(int64_t now_ns) {
                  std::chrono::duration_cast<std::chrono::nanoseconds>(m.cfg.checkpoint_interval)
                      .count()) {
     out.push_back(m.checkpoint(now_ns, m.state()));
+  }
+  return out;
+}
+
+std::vector<Publication> CoordinatorCore::revoke(const std::string& app, int64_t now_ns) {
+  std::vector<Publication> out;
+  Impl& m = *impl_;
+  m.revoked.insert(app);
+  for (auto it = m.instances.begin(); it != m.instances.end();)
+    it = it->first.first == app ? m.instances.erase(it) : std::next(it);
+  m.recompute(now_ns, true, out);
+  return out;
+}
+
+std::vector<Publication> CoordinatorCore::restore(const std::string& app, int64_t now_ns) {
+  std::vector<Publication> out;
+  Impl& m = *impl_;
+  if (m.revoked.erase(app) == 0) return out;
+  // Its instances come back by registering again: the hello asks every DUE to.
+  out.push_back(m.hello(now_ns));
+  out.push_back(m.checkpoint(now_ns, m.state()));
+  return out;
+}
+
+std::set<std::string> CoordinatorCore::revoked() const { return impl_->revoked; }
+
+std::map<std::string, Grant> CoordinatorCore::grants() const {
+  std::map<std::string, Grant> out;
+  for (const auto& [id, e] : impl_->instances) {
+    Grant g = derive_grant(id.first, e.info.interests, e.info.capabilities);
+    auto [it, fresh] = out.try_emplace(id.first, g);
+    if (!fresh) merge_grant(it->second, g);
   }
   return out;
 }

@@ -119,6 +119,7 @@ Expected<std::shared_ptr<Backends>, std::string> Backends::open(const DataConfig
   }
   auto b = std::make_shared<Backends>(std::move(updates), std::move(archive));
   for (auto& n : notes) b->add_note(std::move(n));
+  b->acl().set_config(cfg.acl);
   return b;
 }
 
@@ -169,6 +170,9 @@ struct Topic {
   Key key;
   std::string channel;
   std::atomic<uint64_t> seq{0};
+  // The last ACL answer for this key and the Acl::version() it was given at (0 = never asked).
+  std::atomic<uint64_t> acl_version{0};
+  std::atomic<bool> acl_ok{false};
   // Pacing (only touched when the key is frequency-bound).
   std::mutex mu;
   uint64_t freq_epoch = ~uint64_t{0};  // assignment epoch the cached freq belongs to
@@ -239,7 +243,20 @@ struct Due::Impl {
   uint64_t heartbeat_seq = 0;
 
   std::atomic<uint64_t> writes{0}, published{0}, archived{0}, coalesced{0}, rejected{0},
-      heartbeats{0}, delivered{0};
+      heartbeats{0}, delivered{0}, acl_denied{0};
+
+  // Publish check (docs/acl.md): one atomic compare on the steady path; the grant's trie is
+  // walked again only after the grant changed.
+  bool acl_allows(Topic& t) {
+    Acl& acl = backends->acl();
+    if (!acl.enforcing()) return true;
+    const uint64_t v = acl.version();
+    if (t.acl_version.load(std::memory_order_acquire) != v) {
+      t.acl_ok.store(acl.may_publish(self->app_id_, t.key), std::memory_order_relaxed);
+      t.acl_version.store(v, std::memory_order_release);
+    }
+    return t.acl_ok.load(std::memory_order_relaxed);
+  }
 
   // Puts a record on the backends now.
   void emit(std::shared_ptr<Record> r, Topic& t, unsigned flags) {
@@ -355,6 +372,16 @@ struct Due::Impl {
       SDN_LOG_RATELIMITED(spdlog::level::warn, "due[{}]: write refused: {}", self->app_id_,
                           t.error());
       return unexpected(t.error());
+    }
+    if (!acl_allows(**t)) {
+      rejected.fetch_add(1, std::memory_order_relaxed);
+      acl_denied.fetch_add(1, std::memory_order_relaxed);
+      backends->acl().deny_publish(self->app_id_, (*t)->channel);
+      return unexpected(fmt::format("access denied: app '{}' may not publish '{}'{}",
+                                    self->app_id_, (*t)->channel,
+                                    backends->acl().revoked(self->app_id_) ? " (revoked)"
+                                                                           : " (not in its "
+                                                                             "capabilities)"));
     }
     writes.fetch_add(1, std::memory_order_relaxed);
     auto r = std::make_shared<Record>();
@@ -485,6 +512,12 @@ Expected<void, std::string> Due::init(std::string app_id, unsigned roles,
                                     k->app_id(), app_id));
     if (c.freq && !(*c.freq > 0)) return unexpected(fmt::format("capability '{}': freq must be > 0", c.key));
   }
+  // The grant is derived here, in this process, by the same function the Coordinator uses, so
+  // that the app's first writes are not refused while its registration is on its way; the
+  // Coordinator's view (and revocation) wins from then on.
+  Acl& acl = backends_->acl();
+  if (!acl.add_grant(derive_grant(app_id, interests, capabilities)) && acl.enforcing())
+    return unexpected(fmt::format("access denied: app '{}' is revoked", app_id));
   app_id_ = std::move(app_id);
   impl_->roles = roles;
   impl_->interests = std::move(interests);
@@ -535,14 +568,65 @@ Expected<Due::Subscription, std::string> Due::observe(std::string_view pattern, 
                                                       Executor executor) {
   auto k = Key::parse(pattern);
   if (!k) return unexpected(k.error());
+  Acl& acl = backends_->acl();
+  if (acl.enforcing() && !acl.may_subscribe(app_id_, *k)) {
+    impl_->rejected.fetch_add(1, std::memory_order_relaxed);
+    impl_->acl_denied.fetch_add(1, std::memory_order_relaxed);
+    acl.deny_subscribe(app_id_, pattern);
+    return unexpected(fmt::format("access denied: app '{}' may not subscribe to '{}'{}", app_id_,
+                                  pattern,
+                                  acl.revoked(app_id_) ? " (revoked)" : " (not in its interests)"));
+  }
+  // Delivery check: while the grant version is the one the subscription was allowed at, one
+  // atomic compare; after a change (revocation, a narrower grant) the pattern is checked again
+  // and, if no longer covered as a whole, each record's key against the grant.
+  struct Guard {
+    Acl* acl;
+    std::string app;
+    Key pattern;
+    std::atomic<uint64_t> version{0};
+    std::atomic<bool> whole{true};
+    std::atomic<uint64_t>* denied;
+  };
+  auto guard = std::make_shared<Guard>();
+  guard->acl = &acl;
+  guard->app = app_id_;
+  guard->pattern = *k;
+  guard->version.store(acl.version());
+  guard->denied = &impl_->acl_denied;
   auto* counter = &impl_->delivered;
   auto id = backends_->updates().subscribe(
       *k,
-      [counter, h = std::move(handler)](const RecordPtr& r) {
+      [counter, guard, h = std::move(handler)](const RecordPtr& r) {
+        Acl& a = *guard->acl;
+        if (a.enforcing()) {
+          const uint64_t v = a.version();
+          if (guard->version.load(std::memory_order_acquire) != v) {
+            guard->whole.store(a.may_subscribe(guard->app, guard->pattern),
+                               std::memory_order_relaxed);
+            guard->version.store(v, std::memory_order_release);
+          }
+          if (!guard->whole.load(std::memory_order_relaxed)) {
+            auto rk = Key::parse(r->key);
+            if (!rk || !a.may_receive(guard->app, *rk)) {
+              guard->denied->fetch_add(1, std::memory_order_relaxed);
+              a.deny_delivery(guard->app, r->key);
+              return;
+            }
+          }
+        }
         counter->fetch_add(1, std::memory_order_relaxed);
         h(r);
       },
       std::move(executor));
+  // A shared backend may refuse the subscription itself (Redis: NOPERM from the app's ACL user).
+  if (auto err = backends_->updates().subscribe_error(id)) {
+    backends_->updates().unsubscribe(id);
+    impl_->rejected.fetch_add(1, std::memory_order_relaxed);
+    impl_->acl_denied.fetch_add(1, std::memory_order_relaxed);
+    return unexpected(fmt::format("subscription to '{}' refused by {}: {}", pattern,
+                                  backends_->updates().name(), *err));
+  }
   return Subscription(&backends_->updates(), id);
 }
 
@@ -617,6 +701,7 @@ DueStats Due::stats() const {
   s.rejected = impl_->rejected.load();
   s.heartbeats = impl_->heartbeats.load();
   s.delivered = impl_->delivered.load();
+  s.acl_denied = impl_->acl_denied.load();
   return s;
 }
 

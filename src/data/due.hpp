@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/expected.hpp"
+#include "data/acl.hpp"
 #include "data/archive.hpp"
 #include "data/config.hpp"
 #include "data/key.hpp"
@@ -36,6 +37,8 @@ class Backends {
   ~Backends();
   Updates& updates() { return *updates_; }
   Archive* archive() { return archive_.get(); }  // null when archives are off
+  // The grants every Due of this process is checked against (off unless configured).
+  Acl& acl() { return acl_; }
   // One timer thread shared by every Due of the process (heartbeats, pacing); post work with
   // post_after.
   void post_after(std::chrono::nanoseconds delay, std::function<void()> fn);
@@ -49,6 +52,7 @@ class Backends {
   std::unique_ptr<Archive> archive_;
   std::unique_ptr<Timers> timers_;
   std::vector<std::string> notes_;
+  Acl acl_;
 };
 
 enum WriteFlags : unsigned {
@@ -92,6 +96,8 @@ struct DueStats {
   uint64_t rejected = 0;          // bad keys or writes before init()
   uint64_t heartbeats = 0;
   uint64_t delivered = 0;         // callbacks run for this client's subscriptions
+  uint64_t acl_denied = 0;        // writes and observes refused by the app's grant, records
+                                  // withheld from a subscription the grant no longer covers
 };
 
 class Due {

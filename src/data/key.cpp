@@ -179,6 +179,18 @@ bool Key::intersects(const Key& o) const {
   }
 }
 
+bool Key::covers(const Key& o) const {
+  if (!app_id_.empty() && app_id_ != "*" && o.app_id_ != app_id_) return false;
+  const auto& p = segments_;
+  const auto& q = o.segments_;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == "**") return q.size() > i;  // q has at least one segment from here on
+    if (i >= q.size() || q[i] == "**") return false;
+    if (p[i] != "*" && (q[i] == "*" || q[i] != p[i])) return false;
+  }
+  return p.size() == q.size();
+}
+
 std::string redis_glob(const Key& pattern) {
   std::string out = pattern.path();
   // "a/**" -> "a/*": Redis '*' matches any run of characters, '/' included.

@@ -57,6 +57,9 @@ class Key {
   bool matches(const Key& k) const;
   // Could some concrete key match both patterns? (Coordinator: interest vs capability.)
   bool intersects(const Key& other) const;
+  // Does every concrete key that `other` matches also match this pattern? (ACL: is a requested
+  // subscription inside a granted one.) Conservative: `*` does not cover `**`.
+  bool covers(const Key& other) const;
 
   friend bool operator==(const Key& a, const Key& b) {
     return a.segments_ == b.segments_ && a.app_id_ == b.app_id_ && a.specs_ == b.specs_;

@@ -38,7 +38,11 @@ struct Entry {
   bool issued = false;      // (P)SUBSCRIBE sent on the current connection, not taken back
   int outstanding = 0;      // (P)SUBSCRIBE replies still due on the current connection
   bool confirmed = false;   // Redis is subscribed (all replies in, still issued)
+  std::string refused;      // Redis answered the (P)SUBSCRIBE with an error (ACL NOPERM); not
+                            // issued again on this connection
 };
+
+bool is_noperm(std::string_view err) { return err.rfind("NOPERM", 0) == 0; }
 
 struct Pending {
   RecordPtr rec;
@@ -118,9 +122,19 @@ class RedisUpdates final : public Updates {
     scv_.wait_for(l, cfg_.connect_timeout, [&] {
       if (stop_.load() || !sub_connected_) return true;
       auto found = entries_.find(rname);
-      return found != entries_.end() && found->second.confirmed;
+      return found != entries_.end() &&
+             (found->second.confirmed || !found->second.refused.empty());
     });
     return id;
+  }
+
+  std::optional<std::string> subscribe_error(SubId id) const override {
+    std::lock_guard l(smu_);
+    auto it = subs_.find(id);
+    if (it == subs_.end()) return std::nullopt;
+    auto e = entries_.find(it->second->rname);
+    if (e == entries_.end() || e->second.refused.empty()) return std::nullopt;
+    return e->second.refused;
   }
 
   void unsubscribe(SubId id) override {
@@ -195,6 +209,7 @@ class RedisUpdates final : public Updates {
     st.gaps = gaps_.load(std::memory_order_relaxed);
     st.decode_errors = decode_errors_.load(std::memory_order_relaxed);
     st.reconnects = reconnects_.load(std::memory_order_relaxed);
+    st.acl_denied = acl_denied_.load(std::memory_order_relaxed);
     {
       std::lock_guard l(err_mu_);
       st.last_error = last_error_;
@@ -323,6 +338,7 @@ class RedisUpdates final : public Updates {
         if (r && r->type == REDIS_REPLY_ERROR) {
           ++refused;
           refusal = std::string(reply_str(r.get()));
+          if (is_noperm(refusal)) acl_denied_.fetch_add(1, std::memory_order_relaxed);
         } else {
           ++acked;
         }
@@ -485,11 +501,13 @@ class RedisUpdates final : public Updates {
     {
       std::lock_guard l(smu_);
       sub_connected_ = false;
+      awaiting_.clear();
       for (auto it = entries_.begin(); it != entries_.end();) {
         Entry& e = it->second;
         e.issued = false;
         e.outstanding = 0;
         e.confirmed = false;
+        e.refused.clear();
         if (e.refs == 0)
           it = entries_.erase(it);
         else
@@ -506,7 +524,7 @@ class RedisUpdates final : public Updates {
     for (auto it = entries_.begin(); it != entries_.end();) {
       Entry& e = it->second;
       const char* cmd = nullptr;
-      if (e.refs > 0 && !e.issued) {
+      if (e.refs > 0 && !e.issued && e.refused.empty()) {
         cmd = e.is_glob ? "PSUBSCRIBE" : "SUBSCRIBE";
         e.issued = true;
         ++e.outstanding;
@@ -520,6 +538,7 @@ class RedisUpdates final : public Updates {
         const char* argv[2] = {cmd, e.name.c_str()};
         const std::size_t lens[2] = {std::strlen(cmd), e.name.size()};
         redisAppendCommandArgv(c, 2, argv, lens);
+        awaiting_.push_back(it->first);
       }
       if (e.refs == 0 && !e.issued && e.outstanding == 0)
         it = entries_.erase(it);
@@ -533,6 +552,7 @@ class RedisUpdates final : public Updates {
       set_error(fmt::format("subscriber: {}", reply_str(r)));
       SDN_LOG_RATELIMITED(spdlog::level::warn, "redis updates: subscriber got an error: {}",
                           reply_str(r));
+      on_refused(reply_str(r));
       return;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 3) return;
@@ -546,8 +566,38 @@ class RedisUpdates final : public Updates {
       on_message("c:", reply_str(r->element[1]), reply_str(r->element[1]),
                  reply_str(r->element[2]));
     } else if (kind == "psubscribe" || kind == "subscribe") {
+      pop_awaiting();
       on_subscribed(kind == "psubscribe" ? "p:" : "c:", reply_str(r->element[1]));
+    } else if (kind == "punsubscribe" || kind == "unsubscribe") {
+      pop_awaiting();
     }
+  }
+
+  void pop_awaiting() {
+    std::lock_guard l(smu_);
+    if (!awaiting_.empty()) awaiting_.pop_front();
+  }
+
+  // An error in answer to the oldest command still awaiting its reply.
+  void on_refused(std::string_view err) {
+    if (is_noperm(err)) acl_denied_.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard l(smu_);
+      if (awaiting_.empty()) return;
+      std::string rname = std::move(awaiting_.front());
+      awaiting_.pop_front();
+      auto it = entries_.find(rname);
+      if (it == entries_.end()) return;
+      Entry& e = it->second;
+      if (e.outstanding > 0) --e.outstanding;
+      if (e.issued) {
+        e.issued = false;  // Redis did not subscribe
+        e.confirmed = false;
+        e.refused = std::string(err);
+      }
+      if (e.refs == 0 && e.outstanding == 0) entries_.erase(it);
+    }
+    scv_.notify_all();
   }
 
   void on_subscribed(std::string_view prefix, std::string_view name) {
@@ -671,6 +721,9 @@ class RedisUpdates final : public Updates {
   KeyTrie<SubPtr> trie_;
   std::unordered_map<uint64_t, SubPtr> subs_;
   std::unordered_map<std::string, Entry> entries_;  // by rname
+  // rnames of the (P)(UN)SUBSCRIBEs sent on this connection whose reply is still due, in order:
+  // an error reply carries no channel, this says which command it answers.
+  std::deque<std::string> awaiting_;
   bool sub_connected_ = false;
 
   // Reader thread only.
@@ -682,6 +735,7 @@ class RedisUpdates final : public Updates {
   std::atomic<uint64_t> gaps_{0};
   std::atomic<uint64_t> decode_errors_{0};
   std::atomic<uint64_t> reconnects_{0};
+  std::atomic<uint64_t> acl_denied_{0};
 
   mutable std::mutex err_mu_;
   std::string last_error_;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,9 @@ struct UpdatesStats {
   uint64_t gaps = 0;           // records missed, seen as holes in a producer's per-key seq numbers
   uint64_t decode_errors = 0;  // malformed envelopes received (counted, logged, skipped)
   uint64_t reconnects = 0;
+  uint64_t acl_denied = 0;     // commands the backend refused for lack of permission (Redis
+                               // NOPERM on PUBLISH or (P)SUBSCRIBE); refused records also count
+                               // as dropped
   uint64_t buffered = 0;       // now waiting to be written
   uint64_t batches = 0;        // pipelined writes to the backend
   bool connected = true;
@@ -55,6 +59,9 @@ class Updates {
   // After return the handler is not called again (except a call already running on another
   // thread, which unsubscribe waits for when called from outside the handler).
   virtual void unsubscribe(SubId id) = 0;
+  // Why the backend refused a subscription subscribe() returned (Redis: NOPERM for an ACL user
+  // without that channel); none = accepted or still pending. The caller still unsubscribes.
+  virtual std::optional<std::string> subscribe_error(SubId) const { return std::nullopt; }
 
   // Never blocks on I/O. Redis: queued, written in batches of `batch_size` or after the flush
   // interval, whichever comes first. `r->key` must be a concrete channel.
