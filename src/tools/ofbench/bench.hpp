@@ -47,6 +47,7 @@ struct Options {
   bool no_buffer = false;                 // PacketIn with buffer_id = OFP_NO_BUFFER
   double malformed = 0;                   // share of PacketIns replaced by malformed messages
   double dos_rate = 0;                    // PacketIns/s from switch 0 (0 = no flood)
+  uint32_t dos_port = 0;                  // the flood's in_port (0 = spread over the switch's ports)
   // cpam
   double lambda = 50;                     // new connections per second (Poisson)
   std::string dns_ip = "10.0.255.253";
@@ -253,7 +254,8 @@ class Bench {
 
   // cbench helpers
   Bytes cbench_frame(uint32_t sw, uint64_t k, bool fresh_ip);
-  void cbench_send(uint32_t sw, Kind kind, bool fresh_ip = false);
+  // in_port 0: the next of ports 1..M in turn.
+  void cbench_send(uint32_t sw, Kind kind, bool fresh_ip = false, uint32_t in_port = 0);
   void keep_windows_full(uint32_t first_sw, uint32_t per_switch, bool fresh_ip, const bool& sending);
 
   // hosts

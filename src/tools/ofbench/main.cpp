@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-buffer", o.no_buffer, "send whole frames, buffer_id = OFP_NO_BUFFER (n_buffers 0)");
   app.add_option("--malformed", o.malformed, "share of requests with a malformed message mixed in (0..1)")->check(CLI::Range(0.0, 1.0));
   app.add_option("--dos-rate", o.dos_rate, "PacketIns/s flooded from switch 1 (others measured)")->check(CLI::Range(0.0, 1e7));
+  app.add_option("--dos-port", o.dos_port, "the flood's in_port (0 = spread over ports 1..M)")->check(CLI::Range(0u, 0xffffff00u));
   app.add_option("--lambda", o.lambda, "cpam: new connections per second (Poisson)")->check(CLI::Range(0.001, 1e6));
   app.add_option("--dns-ip", o.dns_ip, "cpam: the controller's DNS address");
   app.add_option("--zone", o.zone, "cpam: DNS zone of the host names");

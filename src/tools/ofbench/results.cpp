@@ -202,7 +202,7 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
                  {"unique_macs", o_.unique_macs}, {"hosts", hosts_.size()}, {"cores", o_.cores}, {"aggs", o_.aggs},
                  {"edges", o_.edges}, {"dual_homed", o_.dual_homed}, {"duration_s", o_.duration_s},
                  {"warmup_s", o_.warmup_s}, {"window", o_.window}, {"timeout_ms", o_.timeout_ms},
-                 {"no_buffer", o_.no_buffer}, {"malformed", o_.malformed}, {"dos_rate", o_.dos_rate},
+                 {"no_buffer", o_.no_buffer}, {"malformed", o_.malformed}, {"dos_rate", o_.dos_rate}, {"dos_port", o_.dos_port},
                  {"lambda", o_.lambda}, {"pairs_window", o_.pairs_window}, {"seed", o_.seed}};
   j["duration_s"] = t_end - t_begin;
 
@@ -304,7 +304,9 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
         ++fs;
         fa += answered(e) ? 1 : 0;
       }
-    rfc["dos_handling"] = {{"flood_rate_offered_per_s", o_.dos_rate}, {"flood_sent", fs}, {"flood_answered", fa},
+    const double window_s = measure_end_ > measure_begin_ ? measure_end_ - measure_begin_ : 0.0;
+    rfc["dos_handling"] = {{"flood_rate_offered_per_s", o_.dos_rate}, {"flood_port", o_.dos_port}, {"flood_sent", fs},
+                           {"flood_sent_per_s", window_s > 0 ? double(fs) / window_s : 0.0}, {"flood_answered", fa},
                            {"legit_latency_us", j["latency_us"]}, {"legit_answered_share", requests ? double(ok) / double(requests) : 0.0}};
   }
   j["rfc8456"] = rfc;
