@@ -30,6 +30,43 @@ struct BatchResult {
 };
 using BatchCallback = std::function<void(const BatchResult&)>;
 
+// A cookie range (flows with cookie & mask == cookie & mask), mask a run of high bits.
+struct CookieRange {
+  uint64_t cookie = 0;
+  uint64_t mask = 0;
+  bool operator==(const CookieRange&) const = default;
+};
+// Ranges covering every cookie outside `keep` (each mask a run of high bits; others are
+// ignored): one delete-all when `keep` is empty, else at most 64 per kept prefix. What the
+// runtime's clear-on-connect deletes when apps resynchronise their own range (App::kept_cookies).
+inline std::vector<CookieRange> cookie_complement(const std::vector<CookieRange>& keep) {
+  auto prefix_len = [](uint64_t m) { return m == 0 ? 0 : __builtin_popcountll(m); };
+  auto contiguous = [&](uint64_t m) { return m == 0 || m == ~uint64_t{0} << (64 - prefix_len(m)); };
+  auto mask_of = [](int len) { return len == 0 ? uint64_t{0} : ~uint64_t{0} << (64 - len); };
+  std::vector<CookieRange> k;
+  for (const auto& r : keep)
+    if (contiguous(r.mask)) k.push_back({r.cookie & r.mask, r.mask});
+  std::vector<CookieRange> out;
+  // Walks the binary prefix tree: a subtree with no kept prefix inside is deleted whole.
+  std::function<void(uint64_t, int)> walk = [&](uint64_t value, int len) {
+    const uint64_t m = mask_of(len);
+    bool inside = false;
+    for (const auto& r : k) {
+      const int rl = prefix_len(r.mask);
+      if (rl <= len && (value & r.mask) == r.cookie) return;  // all of it is kept
+      if (rl > len && (r.cookie & m) == value) inside = true;
+    }
+    if (!inside) {
+      out.push_back({value, m});
+      return;
+    }
+    walk(value, len + 1);
+    walk(value | (uint64_t{1} << (63 - len)), len + 1);
+  };
+  walk(0, 0);
+  return out;
+}
+
 // Reply to a request (multipart, role, get-config). Called once per reply message (a
 // multipart reply in several parts calls it once per part; `more` is true until the last),
 // or once with reply == nullptr when an ERROR (err != nullptr) or a disconnect settles it.
@@ -89,6 +126,10 @@ class App {
   virtual void on_stop() {}
   // Called after the handshake (features, port description, config, table-miss) completes.
   virtual void on_switch_up(SwitchContext& /*sw*/) {}
+  // Cookie ranges whose flows [southbound] clear_flows_on_connect leaves in place: the app
+  // resynchronises them itself in on_switch_up (CPAM keeps established sessions flowing across
+  // a reconnect or a controller restart). Asked on the switch's shard at each connect.
+  virtual std::vector<CookieRange> kept_cookies() const { return {}; }
   virtual void on_switch_down(uint64_t /*dpid*/) {}
   virtual Disposition on_packet_in(SwitchContext& /*sw*/, const ofp::PacketIn& /*pin*/, Clock::time_point /*now*/) {
     return Disposition::kContinue;

@@ -350,10 +350,18 @@ void Connection::on_port_desc_complete() {
   std::vector<ofp::Body> setup;
   setup.push_back(ofp::SetConfig{ofp::SwitchConfig{0, cfg_.miss_send_len}});
   if (cfg_.clear_flows_on_connect) {
-    ofp::FlowMod del;
-    del.command = ofp::FlowModCommand::kDelete;
-    del.table_id = ofp::kTableAll;
-    setup.push_back(std::move(del));
+    // Everything but the cookie ranges apps resynchronise themselves (one delete-all if none).
+    std::vector<CookieRange> keep;
+    for (auto& app : shard_.apps)
+      for (const auto& r : app->kept_cookies()) keep.push_back(r);
+    for (const auto& r : cookie_complement(keep)) {
+      ofp::FlowMod del;
+      del.command = ofp::FlowModCommand::kDelete;
+      del.table_id = ofp::kTableAll;
+      del.cookie = r.cookie;
+      del.cookie_mask = r.mask;
+      setup.push_back(std::move(del));
+    }
   }
   // Table-miss entry (5.4): priority 0, match all, send the whole packet to the controller.
   ofp::FlowMod miss;

@@ -70,6 +70,9 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
       cfg.get_int(s, "max_sessions_per_shard", static_cast<int64_t>(c.max_sessions_per_shard), 1, 100'000'000));
   c.rppt_samples = cfg.get_string(s, "rppt_samples", "");
   c.yield_between_batches = cfg.get_bool(s, "yield_between_batches", false);
+  c.recovery = cfg.get_bool(s, "recovery", c.recovery);
+  c.session_lease = ms(cfg, s, "session_lease_ms", c.session_lease, 1000, 86'400'000);
+  c.recovery_hold = ms(cfg, s, "recovery_hold_ms", c.recovery_hold, 0, 3'600'000);
   if (c.session_priority <= c.vip_priority)
     cfg.add_problem(p + ".session_priority: must be above vip_priority (session rules overlap the VIP rules)");
 

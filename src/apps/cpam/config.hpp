@@ -54,6 +54,14 @@ struct CpamConfig {
   std::chrono::milliseconds preinstall_timeout{2000};  // publish anyway when barriers lag
   bool block_real = true;  // drop traffic (and ARP) addressed to a protected host's real IP
   size_t max_sessions_per_shard = 1'000'000;
+  // Fault recovery (docs/faults-cpam.md): VIP states and session bindings are archived as they
+  // change and reloaded at start; a switch that (re)connects keeps its CPAM flows and is
+  // resynchronised from its flow stats. A live binding is re-archived every lease/2, and a
+  // reload reads the last lease of records; for recovery_hold after a reload no Grace VIP is
+  // quarantined and no reloaded binding expires (switches reconnect and confirm their flows).
+  bool recovery = true;
+  std::chrono::milliseconds session_lease{60'000};
+  std::chrono::milliseconds recovery_hold{10'000};
 
   uint32_t vip_ip(uint32_t index) const { return vip_base + 1 + index; }  // skips the network address
 };

@@ -57,6 +57,7 @@ CpamService::CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::M
       std::fputs("rx_ns,rppt_ns,kind,rotating,epoch,shard\n", samples_);
     }
   }
+  recover();
 }
 
 CpamService::~CpamService() {
@@ -126,6 +127,12 @@ CpamCounters CpamService::counters() const {
     c.flows_removed += i->flows_removed_.get();
     c.delivered_only += i->delivered_only_.get();
     c.reroutes += i->reroutes_.get();
+    c.resyncs += i->resyncs_.get();
+    c.resync_kept += i->resync_kept_.get();
+    c.resync_added += i->resync_added_.get();
+    c.resync_deleted += i->resync_deleted_.get();
+    c.resync_adopted += i->resync_adopted_.get();
+    c.resync_errors += i->resync_errors_.get();
     c.live_sessions += i->live_sessions_.load(std::memory_order_relaxed);
   }
   return c;
@@ -148,6 +155,20 @@ nlohmann::json CpamService::stats_json() const {
                       {"parse_errors", c.parse_errors},   {"sessions_full", c.sessions_full},
                       {"flows_removed", c.flows_removed}, {"delivered_only", c.delivered_only}, {"reroutes", c.reroutes},
                       {"publish_errors", publish_errors_.load()}};
+  j["resyncs"] = c.resyncs;
+  j["resync_kept"] = c.resync_kept;
+  j["resync_added"] = c.resync_added;
+  j["resync_deleted"] = c.resync_deleted;
+  j["resync_adopted"] = c.resync_adopted;
+  j["resync_errors"] = c.resync_errors;
+  j["resync_last_ms"] = static_cast<double>(resync_last_us_.load()) / 1000.0;
+  j["resync_max_ms"] = static_cast<double>(resync_max_us_.load()) / 1000.0;
+  j["boot"] = boot_;
+  j["reloaded"] = recovered_.reloaded;
+  j["reloaded_epoch"] = recovered_.epoch;
+  j["reloaded_bindings"] = recovered_.bindings;
+  j["recover_errors"] = recover_errors_.load();
+  j["vips_sync_failed"] = vips_sync_failed_.load();
   return j;
 }
 
@@ -178,6 +199,7 @@ void Cpam::on_start(southbound::Runtime& rt, unsigned shard) {
       sub_ = std::move(*sub);
     }
   }
+  restore_sessions();
   rt_->call_after(shard_, std::chrono::seconds(1), [this] { sweep_now(); });
   if (shard_ == 0) engine_start();
 }
@@ -196,10 +218,11 @@ void Cpam::apply_topology(std::string_view key, const nlohmann::json& value) {
     return;
   }
   if (!*rec) return;
-  if (const auto* l = std::get_if<topology::LinkRecord>(&**rec); l && !l->up) link_gone(l->link);
+  if (const auto* l = std::get_if<topology::LinkRecord>(&**rec); l && !l->up) link_gone(l->link, l->reason == "switch_down");
 }
 
-void Cpam::link_gone(const topology::Link& l) {
+void Cpam::link_gone(const topology::Link& l, bool switch_down) {
+  auto down = [&](uint64_t dpid) { return std::find(down_.begin(), down_.end(), dpid) != down_.end(); };
   auto uses = [&](const Hop& h) {
     return (h.dpid == l.a.dpid && (h.out_port == l.a.port || h.in_port == l.a.port)) ||
            (h.dpid == l.b.dpid && (h.out_port == l.b.port || h.in_port == l.b.port));
@@ -208,6 +231,7 @@ void Cpam::link_gone(const topology::Link& l) {
   for (auto& [key, b] : sessions_) {
     bool hit = false;
     if (b.hops[0].empty() && b.hops[1].empty()) continue;
+    if (switch_down && (down(b.edge[0]) || down(b.edge[1]))) continue;
     for (const auto& dir : b.hops) hit = hit || std::any_of(dir.begin(), dir.end(), uses);
     if (!hit) continue;
     std::vector<Hop> all = b.hops[0];
@@ -661,6 +685,7 @@ void Cpam::erase_binding(const Key& k, bool release_refs) {
   sessions_.erase(it);
   if (b.owner != shard_) return;
   by_id_.erase(b.id);
+  ended_.push_back(b.id);
   live_sessions_.store(by_id_.size(), std::memory_order_relaxed);
   if (release_refs) {
     for (uint8_t m : {uint8_t{1}, uint8_t{2}})
@@ -691,6 +716,7 @@ void Cpam::sweep(Clock::time_point now) {
   }
   for (const Key& k : done) erase_binding(k, true);
   expired_.inc(done.size());
+  persist_sessions(now);
   if (!samples_.empty()) {
     svc_->write_samples(samples_);
     samples_.clear();
@@ -715,6 +741,7 @@ void Cpam::on_switch_down(uint64_t dpid) {
 
 void Cpam::switch_gone(uint64_t dpid) {
   const auto now = rt_ ? rt_->now() : Clock::now();
+  if (std::find(down_.begin(), down_.end(), dpid) == down_.end()) down_.push_back(dpid);
   std::vector<std::pair<uint64_t, uint8_t>> gone;
   for (const auto& [id, key] : by_id_) {
     auto it = sessions_.find(key);

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cpam/config.hpp"
+#include "apps/cpam/recovery.hpp"
 #include "apps/cpam/vips.hpp"
 #include "apps/topology/view.hpp"
 #include "core/metrics.hpp"
@@ -58,6 +59,8 @@ struct CpamCounters {
   uint64_t dns_refused = 0, dns_errors = 0, stale_vip = 0, unprotected_src = 0;
   uint64_t real_blocked = 0, spoofed = 0, unlocated = 0, no_path = 0, not_ready = 0, parse_errors = 0;
   uint64_t sessions_full = 0, flows_removed = 0, live_sessions = 0, delivered_only = 0, reroutes = 0;
+  // Switch resync on (re)connect (flows), and bindings adopted from flows no binding knew.
+  uint64_t resyncs = 0, resync_kept = 0, resync_added = 0, resync_deleted = 0, resync_adopted = 0, resync_errors = 0;
 };
 
 class CpamService {
@@ -101,6 +104,20 @@ class CpamService {
   void publish(std::string_view key, nlohmann::json value, unsigned flags);
   void write_samples(const std::vector<std::string>& lines);
   void record_rppt(Clock::time_point rx, const char* kind, bool rotating, Cpam* t);
+  // Reloads the VIP states, epoch and live bindings from Data Archives (constructor; resync.cpp).
+  void recover();
+
+  // What recover() found; the engine and the shards take their parts at on_start.
+  struct Recovered {
+    std::unique_ptr<VipLifecycle> life;  // null: nothing reloaded, start at epoch 1
+    std::vector<std::vector<recovery::PersistedBinding>> sessions;  // by owner shard
+    uint64_t epoch = 0;
+    size_t bindings = 0, skipped = 0;
+    bool reloaded = false;
+  };
+  Recovered recovered_;
+  uint64_t boot_ = 0;  // this run's number (the archived one + 1); session ids carry its low 8 bits
+  std::atomic<uint64_t> recover_errors_{0}, vips_sync_failed_{0}, resync_last_us_{0}, resync_max_us_{0};
 
   CpamConfig cfg_;
   HostDirectory dir_;
@@ -135,6 +152,9 @@ class Cpam final : public southbound::App {
                                        Clock::time_point now) override;
   void on_flow_removed(southbound::SwitchContext& sw, const ofp::FlowRemoved& fr) override;
   void on_switch_down(uint64_t dpid) override;
+  // Resync from flow stats (resync.cpp): CPAM's cookie range survives the runtime's clear.
+  void on_switch_up(southbound::SwitchContext& sw) override;
+  std::vector<southbound::CookieRange> kept_cookies() const override;
 
   // Feeds the topology replica directly (what the subscription does); for tests.
   void apply_topology(std::string_view key, const nlohmann::json& value);
@@ -178,6 +198,7 @@ class Cpam final : public southbound::App {
     uint8_t live = 0;         // bit 0 client-side first-hop flow confirmed, bit 1 server-side
     Clock::time_point flowless_since{};
     Clock::time_point installed{};       // last (re)install of its flows
+    Clock::time_point persisted{};       // last archived (renewed every session_lease / 2)
     uint64_t edge[2] = {0, 0};           // client's and server's access switch at install
     std::vector<topology::Hop> hops[2];  // client -> server and back, as last installed
   };
@@ -199,7 +220,10 @@ class Cpam final : public southbound::App {
   void switch_gone(uint64_t dpid);
   // A link went down: the sessions whose paths used it lose their flows (deleted by cookie on
   // every hop), so their next packet misses at the edge and is reinstalled on a new path.
-  void link_gone(const topology::Link& l);
+  // A link lost because one of its switches left the controller (`switch_down`) keeps the rules
+  // of sessions that start or end on that switch: no other path exists for them, and a switch
+  // that only lost its controller connection still forwards on its flows.
+  void link_gone(const topology::Link& l, bool switch_down = false);
   std::optional<Loc> locate(uint32_t host, Clock::time_point now);
   void probe(uint32_t ip);
   void confirm(uint64_t id, uint8_t bit);
@@ -210,6 +234,20 @@ class Cpam final : public southbound::App {
   void replicate(const Key& k, const Binding& b, uint64_t server_dpid);
   void record_rppt(Clock::time_point rx, const char* kind);
   void sweep(Clock::time_point now);
+
+  // Recovery (resync.cpp).
+  struct ResyncJob;
+  void resync(uint64_t dpid, std::vector<ofp::FlowStats> flows, Clock::time_point t0);
+  void judge_sessions(const std::shared_ptr<ResyncJob>& job, const std::vector<recovery::SessionFlow>& flows);
+  void finish_resync(const std::shared_ptr<ResyncJob>& job, southbound::SwitchContext& sw);
+  recovery::VipExpect expect_vip(uint64_t dpid, uint32_t vip);
+  std::vector<ofp::FlowMod> wanted_vip_rules(uint64_t dpid);
+  void restore_sessions();
+  void persist_sessions(Clock::time_point now, bool all = false);
+  void persist_vips(std::string_view phase, bool sync);
+  std::vector<uint64_t> ended_;  // owned bindings ended since the last sessions record
+  Clock::time_point hold_until_{};
+  std::vector<uint64_t> down_;  // switches gone from the controller (switch_gone), until back  // after a reload: no quarantine, no expiry of reloaded bindings
 
   // Rotation engine (shard 0 only).
   void engine_start();
@@ -254,7 +292,8 @@ class Cpam final : public southbound::App {
   Stat packet_ins_, bound_, reused_, expired_, setups_, setup_failed_, repairs_, arp_answered_, arp_refused_,
       dns_answered_, dns_nxdomain_, dns_refused_, dns_errors_, stale_vip_, unprotected_src_,
       real_blocked_, spoofed_, unlocated_, no_path_, not_ready_, parse_errors_, sessions_full_, flows_removed_,
-      delivered_only_, reroutes_;
+      delivered_only_, reroutes_, resyncs_, resync_kept_, resync_added_, resync_deleted_, resync_adopted_,
+      resync_errors_;
   std::atomic<uint64_t> live_sessions_{0};
   std::shared_ptr<std::atomic<uint64_t>> preinstall_ok_shared_ = std::make_shared<std::atomic<uint64_t>>(0);
 };

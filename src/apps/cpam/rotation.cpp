@@ -39,6 +39,33 @@ void Cpam::arm(Clock::duration d, void (Cpam::*step)()) {
 }
 
 void Cpam::engine_start() {
+  if (svc_->recovered_.life != nullptr) {
+    // Reloaded: the archived epoch goes on (same mapping, same pins); the next rotation is due
+    // when it was, and at least a second from now.
+    life_ = std::move(svc_->recovered_.life);
+    const auto now = rt_->now();
+    auto cur = life_->current();
+    auto next = std::max(cur->next_rotation, now + std::chrono::seconds(1));
+    auto s = std::make_shared<Snapshot>(*cur);
+    s->published = now;
+    s->next_rotation = next;
+    tick_at_ = next - cfg_.rotation_interval;
+    distribute(s);
+    publish_mapping(*s);
+    {
+      std::lock_guard lock(svc_->mu_);
+      svc_->last_rotation_ = life_->last();
+    }
+    persist_vips("start", true);
+    spdlog::info("cpam: epoch {} reloaded: {} protected hosts, {} grace, {} quarantine, {} free; next rotation in "
+                 "{} ms",
+                 s->epoch, svc_->dir_.hosts.size(), life_->grace_count(), life_->quarantine_count(), life_->free_count(),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count());
+    arm_tick(next - now);
+    arm(std::chrono::milliseconds(500), &Cpam::reclaim_now);
+    arm(cfg_.stats_interval, &Cpam::publish_stats);
+    return;
+  }
   life_ = std::make_unique<VipLifecycle>(cfg_, svc_->table_, svc_->dir_.hosts.size());
   // Epoch 1 at once: nothing can be pre-installed before the hosts are known; sessions install
   // the rules they need.
@@ -46,6 +73,7 @@ void Cpam::engine_start() {
   tick_at_ = now;
   life_->reserve_next(now);
   distribute(life_->commit(now, now + cfg_.rotation_interval));
+  persist_vips("start", true);
   publish_mapping(*life_->current());
   {
     std::lock_guard lock(svc_->mu_);
@@ -69,6 +97,7 @@ void Cpam::tick() {
   tick_at_ = now;
   svc_->rotating_.store(true, std::memory_order_relaxed);
   pending_ = life_->reserve_next(now);
+  persist_vips("reserved", true);  // written ahead: no rule or answer uses these VIPs before
   ++rotation_gen_;
   preinstall_sent_ = 0;
   all_batches_sent_ = false;
@@ -164,6 +193,7 @@ void Cpam::commit() {
   rec.preinstall_failed = confirmed ? preinstall_sent_ - std::min<size_t>(preinstall_sent_, rec.preinstalled) : 0;
   pending_.clear();
   ++rotation_gen_;
+  persist_vips("committed", false);
   distribute(snap);
   publish_mapping(*snap);
   svc_->rotating_.store(false, std::memory_order_relaxed);
@@ -262,12 +292,16 @@ void Cpam::publish_mapping(const Snapshot& s) {
 
 void Cpam::reclaim_now() {
   if (life_ == nullptr) return;
-  reclaim(rt_->now());
+  // After a reload, Grace VIPs wait until the switches had time to reconnect and confirm (or
+  // hand over, by adoption) the references of the sessions the archive may have missed.
+  if (rt_->now() >= hold_until_) reclaim(rt_->now());
   arm(std::chrono::milliseconds(500), &Cpam::reclaim_now);
 }
 
 void Cpam::reclaim(Clock::time_point now) {
   auto r = life_->reclaim(now);
+  if (r.quarantined.empty() && r.freed == 0) return;
+  persist_vips("reclaim", false);
   if (r.quarantined.empty()) return;
   const auto lane = cfg_.mode == RuntimeMode::kSharded ? southbound::Lane::kLow : southbound::Lane::kHigh;
   // The VIP's rule lives on its host's access switch; delete it there (and wherever the host

@@ -3,6 +3,7 @@
 
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cstdlib>
@@ -128,6 +129,20 @@ bool VipTable::try_quarantine(uint32_t vip) {
 
 void VipTable::free(uint32_t vip) {
   words_[vip].store(pack(VipState::kFree, kNone, 0, 0), std::memory_order_release);
+}
+
+void VipTable::restore(uint32_t vip, VipState s, uint32_t owner, Clock::time_point grace_since) {
+  if (vip >= words_.size()) return;
+  grace_since_[vip].store(ns_of(grace_since), std::memory_order_release);
+  change_state(words_[vip], [&](uint64_t w) {
+    const View v = unpack(w);
+    return pack(s, owner, v.sessions, v.flows);
+  });
+}
+
+void VipTable::add_session(uint32_t vip) {
+  if (vip < words_.size() && unpack(words_[vip].load(std::memory_order_relaxed)).sessions < kRefMask)
+    words_[vip].fetch_add(uint64_t{1} << kSessShift, std::memory_order_acq_rel);
 }
 
 HostDirectory::HostDirectory(std::vector<ProtectedHost> h) : hosts(std::move(h)) {
@@ -261,6 +276,93 @@ VipLifecycle::Reclaimed VipLifecycle::reclaim(Clock::time_point now) {
   record_.quarantined += out.quarantined.size();
   record_.freed += out.freed;
   return out;
+}
+
+PersistedVips VipLifecycle::export_state(Clock::time_point now, int64_t unix_now_ms) const {
+  auto to_unix = [&](Clock::time_point t) {
+    return unix_now_ms - std::chrono::duration_cast<std::chrono::milliseconds>(now - t).count();
+  };
+  PersistedVips p;
+  p.epoch = epoch_;
+  p.time_ms = unix_now_ms;
+  p.primary = primary_;
+  p.next = next_;
+  if (current_) p.next_rotation_ms = to_unix(current_->next_rotation);
+  for (const auto& r : grace_) p.retired.push_back({r.vip, VipState::kGrace, table_->load(r.vip).owner, to_unix(r.since)});
+  for (const auto& [vip, since] : quarantine_)
+    p.retired.push_back({vip, VipState::kQuarantine, table_->load(vip).owner, to_unix(since)});
+  return p;
+}
+
+size_t VipLifecycle::restore(const PersistedVips& p, Clock::time_point now, int64_t unix_now_ms,
+                             Clock::time_point next_rotation) {
+  auto to_steady = [&](int64_t ms) {
+    const int64_t ago = std::max<int64_t>(0, unix_now_ms - ms);
+    return now - std::chrono::milliseconds(ago);
+  };
+  const uint32_t pool = table_->size();
+  std::vector<bool> used(pool, false);
+  size_t skipped = 0;
+  auto take = [&](uint32_t vip) {
+    if (vip >= pool || used[vip]) {
+      ++skipped;
+      return false;
+    }
+    used[vip] = true;
+    return true;
+  };
+  for (uint32_t h = 0; h < hosts_; ++h) {
+    const uint32_t pv = h < p.primary.size() ? p.primary[h] : kNone;
+    const uint32_t nv = h < p.next.size() ? p.next[h] : kNone;
+    if (pv != kNone && take(pv)) {
+      table_->restore(pv, VipState::kPrimary, h, now);
+      primary_[h] = pv;
+    }
+    if (nv != kNone && take(nv)) {
+      table_->restore(nv, VipState::kReserved, h, now);
+      next_[h] = nv;
+    }
+  }
+  for (const auto& r : p.retired) {
+    if (!take(r.vip)) continue;
+    const uint32_t owner = r.owner < hosts_ ? r.owner : kNone;
+    const auto since = to_steady(r.since_ms);
+    if (r.state == VipState::kGrace && owner != kNone) {
+      table_->restore(r.vip, VipState::kGrace, owner, since);
+      grace_.push_back({r.vip, since, Clock::time_point::max()});
+    } else {  // quarantined, or a Grace VIP whose owner is gone: never handed out before its time
+      table_->restore(r.vip, VipState::kQuarantine, owner, since);
+      quarantine_.emplace_back(r.vip, r.state == VipState::kQuarantine ? since : now);
+    }
+  }
+  free_.clear();
+  for (uint32_t v = 0; v < pool; ++v)
+    if (!used[v]) free_.push_back(v);
+  epoch_ = p.epoch;
+  auto s = std::make_shared<Snapshot>();
+  s->epoch = epoch_;
+  s->published = now;
+  s->next_rotation = next_rotation;
+  s->primary = primary_;
+  current_ = std::move(s);
+  record_ = RotationRecord{};
+  record_.epoch = epoch_;
+  record_.hosts = hosts_;
+  record_.started = record_.published = now;
+  record_.grace = grace_.size();
+  record_.free_after = free_.size();
+  return skipped;
+}
+
+bool VipLifecycle::claim(uint32_t vip, uint32_t owner, Clock::time_point now) {
+  auto it = std::find(free_.begin(), free_.end(), vip);
+  if (it == free_.end() || table_->load(vip).state != VipState::kFree) return false;
+  *it = free_.back();
+  free_.pop_back();
+  const auto since = now - cfg_.grace_accept;  // no new session binds it
+  table_->restore(vip, VipState::kGrace, owner, since);
+  grace_.push_back({vip, since, Clock::time_point::max()});
+  return true;
 }
 
 }  // namespace sdn::apps::cpam

@@ -53,6 +53,10 @@ class VipTable {
   void retire(uint32_t vip, Clock::time_point now);  // Primary -> Grace
   bool try_quarantine(uint32_t vip);               // Grace with no references -> Quarantine
   void free(uint32_t vip);                         // Quarantine or Reserved -> Free
+  // Recovery: state and owner as archived, references kept (grace_since for Grace).
+  void restore(uint32_t vip, VipState s, uint32_t owner, Clock::time_point grace_since);
+  // The reference of a reloaded or adopted binding, whatever the state: the VIP is in use.
+  void add_session(uint32_t vip);
 
  private:
   // bits 0..19 flow refs, 20..39 session refs, 40..60 owner (all ones = none), 61..63 state.
@@ -91,6 +95,27 @@ struct RotationRecord {
   size_t grace = 0, quarantined = 0, freed = 0, free_after = 0;
 };
 
+// What the engine archives on network/cpam/vips (recovery.cpp has the JSON): the committed
+// epoch, each host's primary and reserved VIP, the retired (Grace, Quarantine) VIPs with their
+// owner and since when (Unix ms), and the boot number (session ids carry it: ids never repeat
+// across restarts, so a reloaded controller never reuses the cookie of a flow still installed).
+struct PersistedVips {
+  uint64_t epoch = 0;
+  uint64_t boot = 0;
+  int64_t time_ms = 0;
+  int64_t next_rotation_ms = 0;
+  std::vector<uint32_t> primary, next;  // per host index; kNone = none
+  struct Retired {
+    uint32_t vip = 0;
+    VipState state = VipState::kGrace;
+    uint32_t owner = kNone;
+    int64_t since_ms = 0;
+    bool operator==(const Retired&) const = default;
+  };
+  std::vector<Retired> retired;
+  bool operator==(const PersistedVips&) const = default;
+};
+
 // The lifecycle driver: allocation (uniform over the free pool, from the kernel CSPRNG),
 // epoch building and reclaim. Pure logic on a caller-supplied clock; the app decides when each
 // step runs and sends the FlowMods it asks for.
@@ -110,6 +135,17 @@ class VipLifecycle {
     size_t freed = 0;
   };
   Reclaimed reclaim(Clock::time_point now);
+
+  // Recovery: the engine's state to archive (times in Unix ms from `unix_now_ms`), and the
+  // inverse on a fresh lifecycle: table words (references untouched), pool and lists. VIPs out
+  // of the pool or named twice are skipped (returned count); a reservation in progress is kept
+  // (the next reserve_next reuses it).
+  PersistedVips export_state(Clock::time_point now, int64_t unix_now_ms) const;
+  size_t restore(const PersistedVips& p, Clock::time_point now, int64_t unix_now_ms, Clock::time_point next_rotation);
+
+  // A Free VIP that a reloaded binding still uses (its state record was lost): out of the pool
+  // into Grace for `owner`, past its accept window. False when it was not Free.
+  bool claim(uint32_t vip, uint32_t owner, Clock::time_point now);
 
   const RotationRecord& last() const { return record_; }
   std::shared_ptr<const Snapshot> current() const { return current_; }
