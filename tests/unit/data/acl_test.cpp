@@ -231,6 +231,38 @@ TEST_F(AclBus, CoordinatorDerivesGrantsAndRevocationCutsAccess) {
   coord.stop();
 }
 
+TEST(CoordinatorCoreAcl, GrantsFromTheRegistryAndRevocationSurvivesARestart) {
+  CoordinatorCore core;
+  (void)core.start(1'000'000'000);
+  Record reg;
+  reg.key = keys::registration("twin", "i1");
+  reg.app_id = "twin";
+  reg.instance = "i1";
+  reg.value = Json{{"app_id", "twin"}, {"instance", "i1"}, {"roles", {"consumer"}},
+                   {"interests", {{{"key", "fleet/*/temp@sensor"}}}}};
+  (void)core.on_record(reg, 2'000'000'000);
+  auto grants = core.grants();
+  ASSERT_EQ(grants.count("twin"), 1u);
+  const auto& sub = grants["twin"].subscribe;
+  EXPECT_NE(std::find(sub.begin(), sub.end(), "fleet/*/temp@sensor"), sub.end());
+
+  (void)core.revoke("twin", 3'000'000'000);
+  EXPECT_EQ(core.grants().count("twin"), 0u);
+  EXPECT_TRUE(core.instances().empty());
+  (void)core.on_record(reg, 4'000'000'000);  // ignored: revoked
+  EXPECT_TRUE(core.instances().empty());
+
+  Json cp = core.state();
+  CoordinatorCore next;
+  (void)next.start(5'000'000'000, &cp);
+  EXPECT_EQ(next.revoked(), (std::set<std::string>{"twin"}));
+  (void)next.on_record(reg, 6'000'000'000);
+  EXPECT_TRUE(next.instances().empty());
+  (void)next.restore("twin", 7'000'000'000);
+  (void)next.on_record(reg, 8'000'000'000);
+  EXPECT_EQ(next.instances().size(), 1u);
+}
+
 // What a check costs on the publish path (printed, not asserted): a cached answer (the steady
 // path: one atomic compare) and the uncached trie walk made after a grant change.
 TEST_F(AclBus, PublishCheckCost) {
