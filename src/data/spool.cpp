@@ -156,8 +156,11 @@ Spool::Spool(int fd, std::string path, uint64_t max_bytes)
 Spool::~Spool() {
   if (fd_ < 0) return;
   // An empty spool leaves no file behind (removed while we still hold the lock; see open()).
-  if (entries_.empty()) ::unlink(path_.c_str());
+  const bool empty = entries_.empty();
+  if (empty) ::unlink(path_.c_str());
   ::close(fd_);  // releases the flock
+  // And no directory we may have created for it (fails harmlessly when something else is there).
+  if (empty) ::rmdir(std::filesystem::path(path_).parent_path().c_str());
 }
 
 Expected<std::unique_ptr<Spool>, std::string> Spool::open(const std::string& dir,
