@@ -78,6 +78,13 @@ DataConfig data_config_from(core::Config& c) {
   p.reconnect_max =
       std::chrono::milliseconds(c.get_int("postgres", "reconnect_max_ms", 2000, 10, 600'000));
   p.retention = read_retention(c, "postgres");
+  p.spool_dir = c.get_string("postgres", "spool_dir", p.spool_dir);
+  p.spool_after =
+      std::chrono::milliseconds(c.get_int("postgres", "spool_after_ms", 1000, 0, 3'600'000));
+  p.spool_queue =
+      static_cast<std::size_t>(c.get_int("postgres", "spool_queue", 10000, 0, 1'000'000'000));
+  p.spool_max_bytes = static_cast<uint64_t>(
+      c.get_int("postgres", "spool_max_mb", 1024, 1, 1'000'000)) << 20;
   for (char ch : p.table)
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_')) {
       c.add_problem(fmt::format("postgres.table: '{}' must be letters, digits and _", p.table));
