@@ -80,6 +80,14 @@ nlohmann::json data_stats_json(sdn::data::Backends& b, const sdn::data::Coordina
                     {"dropped", s.dropped},
                     {"queued", s.queued},
                     {"retention_deleted", s.retention_deleted},
+                    {"full_errors", s.full_errors},
+                    {"spooled", s.spooled},
+                    {"replayed", s.replayed},
+                    {"spool_records", s.spool_records},
+                    {"spool_bytes", s.spool_bytes},
+                    {"spool_corrupt", s.spool_corrupt},
+                    {"spool_errors", s.spool_errors},
+                    {"spool_path", s.spool_path},
                     {"connected", s.connected},
                     {"last_error", s.last_error}};
   } else {
