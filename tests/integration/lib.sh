@@ -130,9 +130,11 @@ wait_topology() {
   done
 }
 
-# nonmiss_flows BRIDGE: number of flows other than table-miss entries (priority 0, empty match).
+# nonmiss_flows BRIDGE: number of flows other than table-miss entries (priority 0, empty match)
+# and the runtime's ARP/LLDP-to-controller flows (cookie 0xfd...).
 nonmiss_flows() {
   ovs-ofctl -O OpenFlow13 --no-stats dump-flows "$1" | awk '
+    /cookie=0xfd/ { next }   # ARP/LLDP flows of the runtime (southbound/miss_meter.hpp)
     /actions=/ { line = $0; sub(/^ +/, "", line); gsub(/(cookie|table)=[^,]*, /, "", line)
                  if (line !~ /^priority=0 actions=/) n++ }
     END { print n + 0 }'
