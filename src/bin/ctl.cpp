@@ -37,6 +37,7 @@ constexpr std::size_t kLineWidth = 100;
 struct Opts {
   std::string url = "http://127.0.0.1:8080";
   std::string token;
+  std::string cacert, cert, key_file;  // HTTPS: CA to trust, client certificate and its key
   bool json = false;
   double timeout_s = 10;
   std::string dpid, match, actions, cookie, out_port, pattern, key, state, mac, ip;
@@ -79,13 +80,28 @@ bool open_client() {
   g_base = slash == std::string::npos ? "" : u.substr(slash);
   while (!g_base.empty() && g_base.back() == '/') g_base.pop_back();
   if (g_base.size() >= 7 && g_base.compare(g_base.size() - 7, 7, "/api/v1") == 0) g_base.resize(g_base.size() - 7);
+  if (g_opts.cert.empty() != g_opts.key_file.empty()) {
+    fmt::print(stderr, "sdnator ctl: --cert and --key go together\n");
+    return false;
+  }
+  const bool https = g_origin.rfind("https://", 0) == 0;
+  if (!https && !(g_opts.cacert.empty() && g_opts.cert.empty())) {
+    fmt::print(stderr, "sdnator ctl: --cacert/--cert need an https:// --url\n");
+    return false;
+  }
   try {
-    g_http = std::make_unique<httplib::Client>(g_origin);
+    g_http = g_opts.cert.empty() ? std::make_unique<httplib::Client>(g_origin)
+                                 : std::make_unique<httplib::Client>(g_origin, g_opts.cert, g_opts.key_file);
   } catch (const std::exception&) {  // an unknown scheme
   }
   if (!g_http || !g_http->is_valid()) {
-    fmt::print(stderr, "sdnator ctl: bad --url '{}' (want http[s]://HOST[:PORT][/PREFIX])\n", g_opts.url);
+    fmt::print(stderr, "sdnator ctl: bad --url '{}' (want http[s]://HOST[:PORT][/PREFIX]){}\n", g_opts.url,
+               g_opts.cert.empty() ? "" : " or unusable --cert/--key");
     return false;
+  }
+  if (https) {
+    if (!g_opts.cacert.empty()) g_http->set_ca_cert_path(g_opts.cacert);
+    g_http->enable_server_certificate_verification(true);
   }
   const auto sec = static_cast<time_t>(g_opts.timeout_s);
   const auto usec = static_cast<time_t>((g_opts.timeout_s - static_cast<double>(sec)) * 1e6);
@@ -671,6 +687,12 @@ void add_ctl_subcommand(CLI::App& app) {
   g_ctl->fallthrough();  // global options may also follow the subcommand (inherited)
   g_ctl->add_option("--url", g_opts.url, "API base URL (default http://127.0.0.1:8080)")->envname("SDNATOR_URL");
   g_ctl->add_option("--token", g_opts.token, "bearer token for the API")->envname("SDNATOR_TOKEN");
+  g_ctl->add_option("--cacert", g_opts.cacert, "HTTPS: CA certificate (PEM) the server's must chain to")
+      ->envname("SDNATOR_CACERT")->check(CLI::ExistingFile);
+  g_ctl->add_option("--cert", g_opts.cert, "HTTPS: client certificate (PEM), when the API asks for one")
+      ->envname("SDNATOR_CERT")->check(CLI::ExistingFile);
+  g_ctl->add_option("--key", g_opts.key_file, "HTTPS: the client certificate's private key (PEM)")
+      ->envname("SDNATOR_KEY")->check(CLI::ExistingFile);
   g_ctl->add_flag("--json", g_opts.json, "print the server's JSON (pretty) instead of tables");
   g_ctl->add_option("--timeout", g_opts.timeout_s, "seconds to wait for the server (default 10)")
       ->check(CLI::PositiveNumber);

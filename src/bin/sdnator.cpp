@@ -191,7 +191,7 @@ int run(const RunOptions& opt) {
   auto data_cfg = sdn::data::data_config_from(cfg);
   // An address the user chose must work; the default one may be taken by another instance on
   // this machine (tests, the evaluation), and then the API is off with a warning.
-  const bool api_explicit = !opt.api_listen.empty() || cfg.has("northbound", "listen");
+  const bool api_explicit = !opt.api_listen.empty() || cfg.has("northbound", "listen") || cfg.has("northbound", "tls_cert");
   auto nb_cfg = sdn::northbound::northbound_config_from(cfg);
   if (!opt.api_listen.empty()) {
     if (auto r = sdn::northbound::set_listen(nb_cfg, opt.api_listen); !r) {
@@ -286,7 +286,8 @@ int run(const RunOptions& opt) {
                    port.error());
       api.reset();
     } else {
-      spdlog::info("northbound API and dashboard on http://{}:{}/ ({})", nb_cfg.host, *port,
+      spdlog::info("northbound API and dashboard on {}://{}:{}/ ({})", nb_cfg.tls_cert.empty() ? "http" : "https",
+                   nb_cfg.host, *port,
                    nb_cfg.token.empty() ? "no token" : "bearer token required");
     }
   }

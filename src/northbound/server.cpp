@@ -62,6 +62,7 @@ NorthboundConfig northbound_config_from(core::Config& cfg) {
   c.max_cached_keys = static_cast<size_t>(cfg.get_int(s, "max_cached_keys", static_cast<int64_t>(c.max_cached_keys), 1, 10000000));
   c.threads = static_cast<unsigned>(cfg.get_int(s, "threads", c.threads, 2, 256));
   c.max_event_streams = static_cast<unsigned>(cfg.get_int(s, "max_event_streams", c.max_event_streams, 0, 1024));
+  read_https_settings(cfg, c);
   if (c.max_event_streams + 1 >= c.threads)
     cfg.add_problem("northbound.max_event_streams must be below threads - 1 (each stream holds a thread)");
   return c;
@@ -149,7 +150,8 @@ Expected<uint64_t, ApiError> uint_param(const httplib::Request& req, const char*
 
 // ---- state --------------------------------------------------------------------------------
 
-Server::Impl::Impl(NorthboundConfig c, Sources s) : cfg(std::move(c)), src(std::move(s)) {
+Server::Impl::Impl(NorthboundConfig c, Sources s)
+    : cfg(std::move(c)), src(std::move(s)), http_owner(make_http_server(cfg, tls_error)), http(*http_owner) {
   if (src.metrics) {
     requests = &src.metrics->counter("northbound.requests");
     client_errors = &src.metrics->counter("northbound.errors.client");
@@ -398,6 +400,7 @@ Expected<uint16_t, std::string> Server::start() {
   Impl& s = *impl_;
   if (!is_loopback(s.cfg.host) && s.cfg.token.empty())
     return unexpected(fmt::format("northbound: listening on {} (not loopback) needs [northbound] token", s.cfg.host));
+  if (!s.tls_error.empty()) return unexpected("northbound: " + s.tls_error);
   if (s.src.backends) {
     auto pattern = data::Key::parse("**");
     if (pattern) {

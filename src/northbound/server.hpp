@@ -39,10 +39,17 @@ struct NorthboundConfig {
   size_t max_cached_keys = 100000;
   unsigned threads = 8;
   unsigned max_event_streams = 4;
+  // HTTPS (docs/tls.md) when tls_cert and tls_key are set; with tls_ca, clients must present a
+  // certificate that chains to it.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
 };
 
 // Reads [northbound]; problems are reported through cfg.add_problem naming the key.
 NorthboundConfig northbound_config_from(core::Config& cfg);
+// Reads [northbound] tls_cert/tls_key/tls_ca (https.cpp); files must be readable.
+void read_https_settings(core::Config& cfg, NorthboundConfig& c);
 // "HOST:PORT" into cfg (an error names what is wrong).
 Expected<void, std::string> set_listen(NorthboundConfig& cfg, const std::string& listen);
 bool is_loopback(const std::string& host);

@@ -32,7 +32,9 @@ struct Server::Impl {
 
   NorthboundConfig cfg;
   Sources src;
-  httplib::Server http;
+  std::string tls_error;                        // why the HTTPS context could not be built
+  std::unique_ptr<httplib::Server> http_owner;  // an httplib::SSLServer with [northbound] tls_cert
+  httplib::Server& http;
   std::thread thread;
   std::thread ticker;
   std::atomic<bool> stopping{false};
@@ -76,6 +78,9 @@ struct Server::Impl {
   // A batch of FlowMods followed by a barrier; ok once the barrier reply confirms it.
   Expected<void, ApiError> send_batch(uint64_t dpid, std::vector<ofp::Body> batch);
 };
+
+// Plain HTTP, or HTTPS when cfg.tls_cert is set; on a bad certificate or key `error` says why (https.cpp).
+std::unique_ptr<httplib::Server> make_http_server(const NorthboundConfig& cfg, std::string& error);
 
 void add_switch_routes(Server::Impl& s);
 void add_data_routes(Server::Impl& s);
