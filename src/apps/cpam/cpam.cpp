@@ -164,7 +164,7 @@ nlohmann::json CpamService::stats_json() const {
   j["resync_last_ms"] = static_cast<double>(resync_last_us_.load()) / 1000.0;
   j["resync_max_ms"] = static_cast<double>(resync_max_us_.load()) / 1000.0;
   j["boot"] = boot_;
-  j["reloaded"] = recovered_.reloaded;
+  j["reloaded"] = recovered_.reloaded ? 1 : 0;
   j["reloaded_epoch"] = recovered_.epoch;
   j["reloaded_bindings"] = recovered_.bindings;
   j["recover_errors"] = recover_errors_.load();
