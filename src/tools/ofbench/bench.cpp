@@ -58,6 +58,15 @@ Bench::Bench(Options o) : o_(std::move(o)) {
   auto ip = asio::ip::make_address_v4(o_.dns_ip);
   dns_ip_ = ip.to_uint();
   build_topology();
+  if (!o_.tls_cert.empty()) {
+    tls_.emplace(asio::ssl::context::tls_client);
+    tls_->use_certificate_chain_file(o_.tls_cert);  // throws: main prints the reason
+    tls_->use_private_key_file(o_.tls_key, asio::ssl::context::pem);
+    if (!o_.tls_ca.empty()) {
+      tls_->load_verify_file(o_.tls_ca);
+      tls_->set_verify_mode(asio::ssl::verify_peer);
+    }
+  }
 }
 
 Bench::~Bench() {

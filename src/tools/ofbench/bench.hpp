@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <nlohmann/json.hpp>
 
 #include "absl/container/flat_hash_map.h"
@@ -63,6 +64,9 @@ struct Options {
   // sessions / table / lossfree
   uint32_t session_step = 100;
   double handshake_timeout_ms = 5000;
+  // TLS to the controller (docs/tls.md): the switches' certificate, key, and the CA the
+  // controller's certificate must chain to. Empty cert: plain TCP.
+  std::string tls_cert, tls_key, tls_ca;
   uint64_t max_flows = 1'000'000;         // table: stop after this many flows in all tables
   double plateau_s = 3;                   // table: no growth this long = capacity reached
   double trial_s = 3;                     // lossfree: length of one trial
@@ -159,6 +163,9 @@ class EmuSwitch {
   Bench& bench_;
   asio::io_context& io_;
   asio::ip::tcp::socket sock_;
+  // With --tls-cert: the session runs over this stream on sock_ (replaced per connection; an old
+  // one is kept until then, so the aborted handlers of a lost session never see it freed).
+  std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls_;
   asio::ip::tcp::endpoint ep_;
   uint64_t gen_ = 0;  // bumped per connection: handlers of an older socket stop
   uint32_t index_;
@@ -223,6 +230,7 @@ class Bench {
   bool is_link_port(uint32_t sw, uint32_t port) const;
   const std::vector<uint32_t>& ports_of(uint32_t sw) const { return ports_[sw]; }
   const Options& options() const { return o_; }
+  asio::ssl::context* tls() { return tls_ ? &*tls_ : nullptr; }  // null: plain TCP
   bool reconnect() const { return o_.mode != "sessions"; }  // capacity runs count a drop as a drop
   uint64_t malformed_counter() { return malformed_seq_++; }
 
@@ -278,6 +286,7 @@ class Bench {
   Options o_;
   SteadyClock::time_point epoch_ = SteadyClock::now();
   std::vector<std::unique_ptr<asio::io_context>> ios_;
+  std::optional<asio::ssl::context> tls_;
   std::vector<std::unique_ptr<EmuSwitch>> switches_;
   std::vector<std::vector<uint32_t>> ports_;               // per switch: its port numbers
   std::vector<absl::flat_hash_map<uint32_t, Peer>> peers_;  // per switch: port -> peer

@@ -95,6 +95,9 @@ int main(int argc, char** argv) {
   app.add_option("--host-base", o.host_base, "campus: host n gets base + ((n-1)/250 << 8) + (n-1)%250 + 1");
   app.add_option("--session-step", o.session_step, "sessions: switches added per step")->check(CLI::Range(1u, 100000u));
   app.add_option("--handshake-timeout-ms", o.handshake_timeout_ms, "connect + handshake deadline");
+  app.add_option("--tls-cert", o.tls_cert, "connect over TLS with this switch certificate (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--tls-key", o.tls_key, "the switch certificate's private key (PEM)")->check(CLI::ExistingFile)->needs("--tls-cert");
+  app.add_option("--tls-ca", o.tls_ca, "CA the controller's certificate must chain to (PEM)")->check(CLI::ExistingFile)->needs("--tls-cert");
   app.add_option("--max-flows", o.max_flows, "table: stop at this many flows in all tables");
   app.add_option("--plateau", o.plateau_s, "table: seconds without growth that end the run");
   app.add_option("--trial", o.trial_s, "lossfree: seconds per trial");

@@ -49,9 +49,23 @@ void EmuSwitch::connect(const asio::ip::tcp::endpoint& ep) {
       lost("connect: " + ec.message());
       return;
     }
-    connected_ = true;
     asio::error_code ignore;
     sock_.set_option(asio::ip::tcp::no_delay(true), ignore);
+    if (asio::ssl::context* ctx = bench_.tls()) {
+      tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(sock_, *ctx);
+      tls_->async_handshake(asio::ssl::stream_base::client, [this, gen](const asio::error_code& hec) {
+        if (gen != gen_) return;
+        if (hec) {
+          lost("TLS handshake: " + hec.message());
+          return;
+        }
+        connected_ = true;
+        send(next_xid_++, ofp::Hello{});
+        read_more();
+      });
+      return;
+    }
+    connected_ = true;
     send(next_xid_++, ofp::Hello{});
     read_more();
   });
@@ -112,7 +126,7 @@ void EmuSwitch::flush() {
   writing_.swap(out_);
   out_.clear();
   write_pending_ = true;
-  asio::async_write(sock_, asio::buffer(writing_), [this, gen = gen_](const asio::error_code& ec, size_t) {
+  auto done = [this, gen = gen_](const asio::error_code& ec, size_t) {
     if (gen != gen_) return;  // the socket it wrote to is gone
     write_pending_ = false;
     writing_.clear();
@@ -121,21 +135,25 @@ void EmuSwitch::flush() {
       return;
     }
     flush();
-  });
+  };
+  if (tls_) asio::async_write(*tls_, asio::buffer(writing_), std::move(done));
+  else asio::async_write(sock_, asio::buffer(writing_), std::move(done));
 }
 
 void EmuSwitch::read_more() {
   if (in_len_ == in_.size()) in_.resize(in_.size() * 2);
-  sock_.async_read_some(asio::buffer(in_.data() + in_len_, in_.size() - in_len_),
-                        [this, gen = gen_](const asio::error_code& ec, size_t n) {
-                          if (gen != gen_) return;
-                          if (ec) {
-                            lost("read: " + ec.message());
-                            return;
-                          }
-                          on_bytes(n);
-                          if (connected_) read_more();
-                        });
+  auto done = [this, gen = gen_](const asio::error_code& ec, size_t n) {
+    if (gen != gen_) return;
+    if (ec) {
+      lost("read: " + ec.message());
+      return;
+    }
+    on_bytes(n);
+    if (connected_) read_more();
+  };
+  const auto buf = asio::buffer(in_.data() + in_len_, in_.size() - in_len_);
+  if (tls_) tls_->async_read_some(buf, std::move(done));
+  else sock_.async_read_some(buf, std::move(done));
 }
 
 void EmuSwitch::on_bytes(size_t n) {
