@@ -290,6 +290,10 @@ void BatchingArchive::run() {
   std::optional<Clock::time_point> stop_deadline;  // replaying the spool while stopping ends here
   bool stop_replay = false;                        // stopping and the database failed: leave it
   constexpr auto kStopReplayBudget = std::chrono::seconds(5);
+  // Records per transaction: halved on each "disk full" failure (the rest goes back to the head
+  // of the queue), doubled back on each success, so a disk with little room left still takes
+  // what fits instead of failing the whole batch for ever.
+  std::size_t cap = opts_.batch_size;
 
   auto failed = [&](Clock::time_point now) {
     if (!failing_since) failing_since = now;
@@ -327,7 +331,7 @@ void BatchingArchive::run() {
                       flush_target_ > done_seq_ || now - last_take >= opts_.flush_interval;
     kick_ = false;
     if (batch.empty() && !queue_.empty() && take) {
-      const std::size_t n = std::min(opts_.batch_size, queue_.size());
+      const std::size_t n = std::min(cap, queue_.size());
       for (std::size_t i = 0; i < n; ++i) {
         batch.push_back(std::move(queue_.front()));
         queue_.pop_front();
@@ -339,16 +343,26 @@ void BatchingArchive::run() {
     lk.unlock();
 
     if (!batch.empty()) {
-      const std::size_t n = batch.size();
+      std::size_t n = batch.size();
       bool done = false;
       if (backlog) {
         // Older records are on disk: this batch goes behind them, never ahead.
         done = spool_batch(batch);
       } else if (stopping || now >= retry_at) {
+        const uint64_t full_before = full_errors_.load(std::memory_order_relaxed);
         done = try_write(batch);
         if (done) {
           succeeded();
-        } else {
+          cap = std::min(opts_.batch_size, cap * 2);
+        } else if (full_errors_.load(std::memory_order_relaxed) != full_before && n > 1) {
+          cap = std::max<std::size_t>(1, n / 2);
+          std::lock_guard g(mu_);
+          for (std::size_t i = n; i-- > cap;) queue_.push_front(std::move(batch[i]));
+          in_flight_ -= n - cap;
+          batch.resize(cap);
+          n = cap;
+        }
+        if (!done) {
           now = Clock::now();
           failed(now);
           if (spool_ && (stopping || now - *failing_since >= opts_.spool_after ||

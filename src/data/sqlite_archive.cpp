@@ -248,7 +248,10 @@ class SqliteArchive final : public BatchingArchive {
   Expected<std::size_t, std::string> write_batch(const std::vector<RecordPtr>& batch) override {
     sqlite3* db = writer_.get();
     if (auto r = exec(db, "BEGIN IMMEDIATE"); !r) {
-      return unexpected("sqlite: begin: " + describe_failure(db, sqlite3_extended_errcode(db)));
+      const int rc = sqlite3_extended_errcode(db);
+      std::string e = describe_failure(db, rc, r.error());
+      after_failure(rc);
+      return unexpected("sqlite: begin: " + e);
     }
     sqlite3_stmt* s = insert_.get();
     std::size_t refused = 0;
@@ -282,6 +285,7 @@ class SqliteArchive final : public BatchingArchive {
       std::string e = "sqlite: insert: " + describe_failure(db, rc);
       sqlite3_reset(s);
       (void)exec(db, "ROLLBACK");
+      after_failure(rc);
       return unexpected(std::move(e));
     }
     sqlite3_reset(s);
@@ -290,6 +294,7 @@ class SqliteArchive final : public BatchingArchive {
       const int rc = sqlite3_extended_errcode(db);
       std::string e = describe_failure(db, rc, r.error());
       (void)exec(db, "ROLLBACK");
+      after_failure(rc);
       return unexpected("sqlite: commit: " + e);
     }
     return refused;
@@ -309,6 +314,21 @@ class SqliteArchive final : public BatchingArchive {
       e += " (I/O error, errno " + std::to_string(sys) + ")";
     }
     return e;
+  }
+
+  // On a full disk the WAL is the file to shrink: it only restarts after a checkpoint, and
+  // SQLite checkpoints on its own at 1000 pages (4 MB), which a nearly full disk never reaches.
+  // Copying it into the database and truncating it frees what the failed attempts wrote there
+  // and, once space returns, lets the next attempt fit. Best effort; the retry decides.
+  void after_failure(int rc) {
+    const int primary = rc & 0xff;
+    if (primary != SQLITE_FULL && primary != SQLITE_IOERR) return;
+    const int ck = sqlite3_wal_checkpoint_v2(writer_.get(), nullptr, SQLITE_CHECKPOINT_TRUNCATE,
+                                             nullptr, nullptr);
+    if (ck != SQLITE_OK) {
+      SDN_LOG_RATELIMITED(spdlog::level::warn, "archive sqlite: WAL checkpoint on a full disk: {}",
+                          errmsg(writer_.get()));
+    }
   }
 
   Expected<std::size_t, std::string> writer_retention() override {
