@@ -135,6 +135,12 @@ Acl::Acl(AclConfig cfg) { set_config(std::move(cfg)); }
 
 void Acl::set_config(AclConfig cfg) {
   cfg_ = std::move(cfg);
+  limits_.clear();
+  for (const auto& [app, pats] : cfg_.limits) {
+    auto& v = limits_[app];
+    for (const auto& p : pats)
+      if (auto k = Key::parse(p)) v.push_back(std::move(*k));
+  }
   enforcing_.store(cfg_.mode == AclMode::kEnforce);
   version_.fetch_add(1, std::memory_order_acq_rel);
 }
@@ -163,7 +169,39 @@ std::shared_ptr<const Acl::Compiled> Acl::find(const std::string& app) const {
   return compile(coordination_grant(app));
 }
 
-bool Acl::set_grant(const Grant& g) {
+Grant Acl::constrain(const Grant& g) {
+  auto lim = limits_.find(g.app);
+  if (lim == limits_.end()) return g;
+  const Grant base = coordination_grant(g.app);
+  auto keep = [&](const std::vector<std::string>& from, const std::vector<std::string>& always,
+                  std::vector<std::string>& to) {
+    for (const auto& p : from) {
+      bool ok = std::find(always.begin(), always.end(), p) != always.end();
+      if (!ok) {
+        auto k = Key::parse(p);
+        for (const auto& l : lim->second)
+          if (k && l.covers(*k)) ok = true;
+      }
+      if (ok) {
+        to.push_back(p);
+      } else {
+        uint64_t n = limited_.fetch_add(1, std::memory_order_relaxed) + 1;
+        SDN_LOG_RATELIMITED(spdlog::level::warn,
+                            "acl: app '{}' registered '{}', outside its limit in [acl] limits: "
+                            "not granted (data.acl.limited = {})",
+                            g.app, p, n);
+      }
+    }
+  };
+  Grant out;
+  out.app = g.app;
+  keep(g.publish, base.publish, out.publish);
+  keep(g.subscribe, base.subscribe, out.subscribe);
+  return out;
+}
+
+bool Acl::set_grant(const Grant& g0) {
+  const Grant g = constrain(g0);
   auto c = compile(g);
   std::unique_lock lock(mu_);
   if (revoked_.count(g.app)) return false;
@@ -172,7 +210,8 @@ bool Acl::set_grant(const Grant& g) {
   return true;
 }
 
-bool Acl::add_grant(const Grant& g) {
+bool Acl::add_grant(const Grant& g0) {
+  const Grant g = constrain(g0);
   std::unique_lock lock(mu_);
   if (revoked_.count(g.app)) return false;
   Grant merged = g;
@@ -259,6 +298,7 @@ AclStats Acl::stats() const {
   s.denied_publish = denied_publish_.load(std::memory_order_relaxed);
   s.denied_subscribe = denied_subscribe_.load(std::memory_order_relaxed);
   s.denied_delivery = denied_delivery_.load(std::memory_order_relaxed);
+  s.limited = limited_.load(std::memory_order_relaxed);
   std::shared_lock lock(mu_);
   s.grants = grants_.size();
   s.revoked = revoked_.size();
@@ -279,6 +319,7 @@ Json Acl::state() const {
               {"denied_publish", s.denied_publish},
               {"denied_subscribe", s.denied_subscribe},
               {"denied_delivery", s.denied_delivery},
+              {"limited", s.limited},
               {"redis_users", cfg_.redis_users},
               {"grants", std::move(grants)},
               {"revoked", std::move(revoked)}};

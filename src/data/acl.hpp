@@ -37,6 +37,10 @@ struct AclConfig {
   std::vector<std::string> apps;   // Redis users created at Coordinator start (coordination keys
                                    // only; widened to the full grant once the app registers)
   std::string user_prefix = "sdnator:";
+  // Operator limits (docs/acl.md "Limits"): app -> the patterns its registrations may claim.
+  // A registered interest or capability no limit pattern covers is left out of the grant.
+  // Apps without an entry get what they register.
+  std::map<std::string, std::vector<std::string>> limits;
   bool redis_users = false;        // data.updates = "redis" and a secret is set
   RedisConfig admin;               // where and as whom the Coordinator runs ACL SETUSER
 };
@@ -78,6 +82,7 @@ struct AclStats {
                                  // covers them (revoked or narrowed)
   uint64_t grants = 0;
   uint64_t revoked = 0;
+  uint64_t limited = 0;  // registered patterns left out of a grant by an operator limit
 };
 
 class Acl {
@@ -86,6 +91,8 @@ class Acl {
   const AclConfig& config() const { return cfg_; }
   void set_config(AclConfig cfg);  // before any Due uses it
   bool enforcing() const { return enforcing_.load(std::memory_order_relaxed); }
+  // The grant with what the app's limit does not cover left out (coordination keys stay).
+  Grant constrain(const Grant& g);
 
   // Bumped by every change; callers cache a check's result with the version it was made at.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
@@ -126,7 +133,9 @@ class Acl {
   mutable std::shared_mutex mu_;
   std::map<std::string, std::shared_ptr<const Compiled>> grants_;
   std::set<std::string> revoked_;
-  std::atomic<uint64_t> denied_publish_{0}, denied_subscribe_{0}, denied_delivery_{0};
+  std::map<std::string, std::vector<Key>> limits_;  // parsed cfg_.limits
+  std::atomic<uint64_t> denied_publish_{0}, denied_subscribe_{0}, denied_delivery_{0},
+      limited_{0};
 };
 
 // Runs ACL SETUSER / ACL DELUSER / CLIENT KILL USER on an admin connection (redis_acl.cpp).

@@ -101,6 +101,30 @@ DataConfig data_config_from(core::Config& c) {
   a.secret = c.get_string("acl", "secret", "");
   a.apps = c.get_string_list("acl", "apps", {});
   a.user_prefix = c.get_string("acl", "user_prefix", a.user_prefix);
+  // limits = ["ids: network/traffic/** network/ids/**", ...]: app, colon, patterns.
+  for (const auto& line : c.get_string_list("acl", "limits", {})) {
+    auto colon = line.find(':');
+    std::string app = colon == std::string::npos ? "" : line.substr(0, colon);
+    while (!app.empty() && app.back() == ' ') app.pop_back();
+    auto id = Key::parse_concrete(app);
+    if (!id || id->segments().size() != 1 || !id->app_id().empty()) {
+      c.add_problem(fmt::format("acl.limits: '{}' does not start with 'app:'", line));
+      continue;
+    }
+    auto& pats = a.limits[app];
+    std::size_t i = colon + 1;
+    while (i < line.size()) {
+      while (i < line.size() && line[i] == ' ') ++i;
+      std::size_t j = line.find(' ', i);
+      if (j == std::string::npos) j = line.size();
+      if (j > i) {
+        std::string pat = line.substr(i, j - i);
+        if (auto k = Key::parse(pat); !k) c.add_problem("acl.limits: " + k.error());
+        else pats.push_back(std::move(pat));
+      }
+      i = j;
+    }
+  }
   a.admin = r;
   a.admin.user = c.get_string("acl", "admin_user", r.user);
   a.admin.password = c.get_string("acl", "admin_password", r.password);

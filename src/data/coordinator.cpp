@@ -54,7 +54,8 @@ struct Coordinator::Impl {
   std::unique_ptr<RedisAclAdmin> admin;
   std::deque<std::pair<bool, std::string>> control;  // (revoke?, app) for the core
 
-  void install(const Grant& g) {
+  void install(const Grant& registered) {
+    const Grant g = backends->acl().constrain(registered);
     Json j = grant_json(g);
     auto it = applied.find(g.app);
     if (it != applied.end() && it->second == j) return;
