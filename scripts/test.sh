@@ -156,45 +156,17 @@ fi
 
 if ((FUZZ_OK)); then
   phase_begin "fuzz run (${FUZZ_SECONDS}s each)"
-  shopt -s nullglob
-  fuzzers=("$FUZZ_BUILD_DIR"/bin/fuzz_*)
-  shopt -u nullglob
-  fp=0 ff=0
-  for bin in "${fuzzers[@]}"; do
-    [[ -x $bin ]] || continue
-    bin=$(realpath "$bin")   # the fuzzer runs from its own work dir
-    name=${bin##*/fuzz_}
-    corpus="$WORK/fuzz/$name/corpus" artifacts="$WORK/fuzz/$name/artifacts"
-    mkdir -p "$corpus" "$artifacts"
-    if [[ -d tests/fuzz/$name/corpus ]]; then
-      cp -r "tests/fuzz/$name/corpus/." "$corpus/"
-    else
-      NOTES+=("fuzz_$name has no corpus dir tests/fuzz/$name/corpus")
-    fi
-    seeds=$(find "$corpus" -type f | wc -l)
-    # Work on a copy of the corpus (new inputs are written there, never into the repo);
-    # crash/leak/timeout reproducers go to the artifacts dir and are printed below.
-    if (cd "$WORK/fuzz/$name" && "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-          -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" >"$WORK/fuzz/$name/log" 2>&1); then
-      fp=$((fp + 1))
-      execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$WORK/fuzz/$name/log" | tail -1)
-      cov=$(grep -oE 'cov: [0-9]+' "$WORK/fuzz/$name/log" | tail -1)
-      log "fuzz_$name: ok ($seeds seeds, ${execs:-?} runs, ${cov:-cov ?})"
-    else
-      ff=$((ff + 1))
-      log "fuzz_$name: FAILED; last lines of its log:"
-      tail -n 40 "$WORK/fuzz/$name/log"
-      for a in "$artifacts"/*; do
-        [[ -f $a ]] || continue
-        echo "reproducer $(basename "$a") ($(stat -c %s "$a") bytes), hex:"; od -An -tx1 -v "$a" | head -n 20
-        mkdir -p "/tmp/sdnator-fuzz-artifacts/$name" && cp "$a" "/tmp/sdnator-fuzz-artifacts/$name/"
-        echo "(copied to /tmp/sdnator-fuzz-artifacts/$name/; commit it under tests/fuzz/$name/corpus/ once fixed)"
-      done
-    fi
-  done
-  ((${#fuzzers[@]})) || NOTES+=("fuzz preset built no fuzz_* binaries")
-  count "$fp" "$ff"
-  phase_end "$fp passed, $ff failed (${#fuzzers[@]} targets)"
+  # scripts/fuzz.sh runs each target on a copy of its committed corpus and prints a reproducer
+  # of any crash; its last line is "fuzz: N passed, M failed".
+  bash scripts/fuzz.sh --no-build --build-dir "$FUZZ_BUILD_DIR" --seconds "$FUZZ_SECONDS" --work "$WORK/fuzz" \
+    --json "$WORK/fuzz.json" 2>&1 | tee "$WORK/fuzz.log"
+  read -r fp ff < <(sed -nE 's/^fuzz: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$WORK/fuzz.log" | tail -1)
+  if [[ -z ${fp:-} ]]; then
+    count 0 1; NOTES+=("scripts/fuzz.sh did not run"); phase_end "did not run"
+  else
+    count "$fp" "$ff"
+    phase_end "$fp passed, $ff failed"
+  fi
 fi
 
 # ---------------------------------------------------------------- integration

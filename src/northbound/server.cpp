@@ -396,19 +396,8 @@ void reparse_query(httplib::Request& req) {
 
 }  // namespace
 
-Expected<uint16_t, std::string> Server::start() {
-  Impl& s = *impl_;
-  if (!is_loopback(s.cfg.host) && s.cfg.token.empty())
-    return unexpected(fmt::format("northbound: listening on {} (not loopback) needs [northbound] token", s.cfg.host));
-  if (!s.tls_error.empty()) return unexpected("northbound: " + s.tls_error);
-  if (s.src.backends) {
-    auto pattern = data::Key::parse("**");
-    if (pattern) {
-      s.sub_id = s.src.backends->updates().subscribe(*pattern, [&s](const data::RecordPtr& r) { s.on_record(r); });
-      s.subscribed = true;
-    }
-  }
-  auto& http = s.http;
+void Server::Impl::install_handlers() {
+  Impl& s = *this;
   const unsigned threads = s.cfg.threads;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http.set_payload_max_length(1 << 20);
@@ -567,7 +556,23 @@ Expected<uint16_t, std::string> Server::start() {
     }
     reply_json(res, 200, {{"api", "sdnator"}, {"version", "v1"}, {"routes", routes}});
   });
+}
 
+Expected<uint16_t, std::string> Server::start() {
+  Impl& s = *impl_;
+  if (!is_loopback(s.cfg.host) && s.cfg.token.empty())
+    return unexpected(fmt::format("northbound: listening on {} (not loopback) needs [northbound] token", s.cfg.host));
+  if (!s.tls_error.empty()) return unexpected("northbound: " + s.tls_error);
+  if (s.src.backends) {
+    auto pattern = data::Key::parse("**");
+    if (pattern) {
+      s.sub_id = s.src.backends->updates().subscribe(*pattern, [&s](const data::RecordPtr& r) { s.on_record(r); });
+      s.subscribed = true;
+    }
+  }
+  s.install_handlers();
+
+  auto& http = s.http;
   int port;
   if (s.cfg.port == 0) {
     port = http.bind_to_any_port(s.cfg.host);

@@ -29,6 +29,9 @@ using Json = nlohmann::json;
 
 struct Server::Impl {
   Impl(NorthboundConfig c, Sources s);
+  // Sets the server options and registers every handler and route (start() calls it before
+  // binding; the REST fuzz target calls it and then feeds requests without a socket).
+  void install_handlers();
 
   NorthboundConfig cfg;
   Sources src;
