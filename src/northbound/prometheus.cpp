@@ -149,11 +149,16 @@ void data_layer(Writer& w, const Json& d) {
   if (d.contains("archive") && d["archive"].is_object()) {
     const Json& a = d["archive"];
     const std::string backend = a.value("backend", "");
-    for (const char* k : {"appended", "written", "batches", "failed_batches", "dropped", "retention_deleted"})
+    for (const char* k : {"appended", "written", "batches", "failed_batches", "dropped", "retention_deleted", "spooled", "replayed"})
       w.add("sdnator_data_archive_records_total", "counter", "Data Archives records (archive throughput) by what happened",
             fmt::format("sdnator_data_archive_records_total{} {}", labels({{"backend", backend}, {"event", k}}), u(a, k)));
     w.add("sdnator_data_archive_queued", "gauge", "records waiting to be archived",
           fmt::format("sdnator_data_archive_queued{} {}", labels({{"backend", backend}}), u(a, "queued")));
+    for (const char* k : {"full_errors", "spool_corrupt", "spool_errors"})
+      w.add("sdnator_data_archive_faults_total", "counter", "Data Archives faults: disk/database full attempts, damaged spool entries, failed spool appends",
+            fmt::format("sdnator_data_archive_faults_total{} {}", labels({{"backend", backend}, {"kind", k}}), u(a, k)));
+    w.add("sdnator_data_archive_spool_records", "gauge", "records waiting in the archive's disk spool",
+          fmt::format("sdnator_data_archive_spool_records{} {}", labels({{"backend", backend}}), u(a, "spool_records")));
   }
 }
 
