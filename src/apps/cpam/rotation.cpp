@@ -305,19 +305,26 @@ void Cpam::reclaim(Clock::time_point now) {
   if (r.quarantined.empty()) return;
   const auto lane = cfg_.mode == RuntimeMode::kSharded ? southbound::Lane::kLow : southbound::Lane::kHigh;
   // The VIP's rule lives on its host's access switch; delete it there (and wherever the host
-  // was seen last, which is the same switch unless it moved).
+  // was seen last, which is the same switch unless it moved). A host not located now (its switch
+  // reconnected, or the controller restarted, and it has not been seen since) may have left its
+  // rule anywhere: the delete (by exact cookie) goes to every switch.
   std::vector<std::pair<uint64_t, std::vector<ofp::Body>>> per_switch;
-  for (const auto& [vip, owner] : r.quarantined) {
-    if (owner == kNone) continue;
-    auto mac = view_.mac_of(svc_->dir_.hosts[owner].ip);
-    const auto* h = mac ? view_.host(*mac) : nullptr;
-    if (h == nullptr) continue;
-    auto it = std::find_if(per_switch.begin(), per_switch.end(), [&](const auto& p) { return p.first == h->at.dpid; });
+  auto add = [&](uint64_t dpid, uint32_t vip) {
+    auto it = std::find_if(per_switch.begin(), per_switch.end(), [&](const auto& p) { return p.first == dpid; });
     if (it == per_switch.end()) {
-      per_switch.emplace_back(h->at.dpid, std::vector<ofp::Body>{});
+      per_switch.emplace_back(dpid, std::vector<ofp::Body>{});
       it = per_switch.end() - 1;
     }
     it->second.emplace_back(flows::vip_rule_delete(cfg_, vip));
+  };
+  for (const auto& [vip, owner] : r.quarantined) {
+    auto mac = owner == kNone ? std::nullopt : view_.mac_of(svc_->dir_.hosts[owner].ip);
+    const auto* h = mac ? view_.host(*mac) : nullptr;
+    if (h != nullptr) {
+      add(h->at.dpid, vip);
+    } else {
+      for (uint64_t dpid : view_.switches()) add(dpid, vip);
+    }
   }
   for (auto& [dpid, batch] : per_switch)
     rt_->with_switch(dpid, [batch = std::move(batch), lane](SwitchContext& s) mutable {

@@ -507,6 +507,15 @@ TEST_F(RecoveryFabric, AReconnectedSwitchKeepsItsRightFlowsDeletesStaleOnesAndAd
   EXPECT_EQ(last_src("h1"), v8);
   EXPECT_EQ(fabric_->send("h1", tcp(host(1), v8, 36000, 80)).packet_ins, 0u);
   EXPECT_EQ(last_src("h8"), v1);
+  // The session ends; h8 has not been seen since its switch came back. Its retired VIP's rule
+  // on s7 must still go at quarantine (no leak because the host is not located).
+  const uint64_t rule8 = make_cookie(CookieKind::kVipRule, 0, vidx8);
+  ASSERT_EQ(s7.flows_in_cookie_range(rule8, ~uint64_t{0}).size(), 1u);
+  for (int i = 0; i < 40 && svc_->vips().load(vidx8).state != VipState::kQuarantine; ++i)
+    fabric_->advance(milliseconds(1000));
+  ASSERT_EQ(svc_->vips().load(vidx8).state, VipState::kQuarantine);
+  fabric_->run();
+  EXPECT_EQ(s7.flows_in_cookie_range(rule8, ~uint64_t{0}).size(), 0u);
 }
 
 TEST_F(RecoveryFabric, ARestartedControllerReloadsItsStateAdoptsLostBindingsAndNeverReusesAVipInUse) {
