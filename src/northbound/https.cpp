@@ -3,9 +3,11 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -37,8 +39,12 @@ void read_https_settings(core::Config& cfg, NorthboundConfig& c) {
     cfg.add_problem("northbound.tls_ca is set but HTTPS is off (set northbound.tls_cert and tls_key)");
   for (auto [key, path] : {std::pair{"tls_cert", &c.tls_cert}, {"tls_key", &c.tls_key}, {"tls_ca", &c.tls_ca}}) {
     if (path->empty()) continue;
-    std::ifstream in(*path, std::ios::binary);
-    if (!in) cfg.add_problem(fmt::format("northbound.{}: cannot read '{}': {}", key, *path, std::strerror(errno)));
+    // stat + access, never open: a FIFO named here would block start-up.
+    struct stat st{};
+    if (::stat(path->c_str(), &st) != 0 || ::access(path->c_str(), R_OK) != 0)
+      cfg.add_problem(fmt::format("northbound.{}: cannot read '{}': {}", key, *path, std::strerror(errno)));
+    else if (!S_ISREG(st.st_mode))
+      cfg.add_problem(fmt::format("northbound.{}: '{}' is not a regular file", key, *path));
   }
 }
 

@@ -4,9 +4,11 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -15,11 +17,12 @@
 namespace sdn::southbound {
 namespace {
 
-// "" when `path` opens for reading; otherwise why not.
+// "" when `path` is a readable regular file; otherwise why not. Never opens it (a FIFO would block).
 std::string unreadable(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (in) return {};
-  return std::strerror(errno);
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0 || ::access(path.c_str(), R_OK) != 0) return std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  return {};
 }
 
 }  // namespace

@@ -337,6 +337,13 @@ TEST(TlsConfig, ProblemsNameTheKey) {
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("southbound.tls_cert is set but southbound.tls is not true"), std::string::npos);
 
+  auto dir = core::Config::parse("[southbound]\ntls = true\ntls_cert = \"/tmp\"\ntls_key = \"/tmp\"\ntls_verify_peer = false\n");
+  ASSERT_TRUE(dir);
+  (void)southbound_config_from(*dir);
+  problems = dir->finish();
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("southbound.tls_cert: cannot read '/tmp': not a regular file"), std::string::npos) << problems[0];
+
   auto plain = core::Config::parse("[southbound]\nmiss_send_len = 128\n");
   ASSERT_TRUE(plain);
   EXPECT_FALSE(southbound_config_from(*plain).tls.enabled);
