@@ -270,6 +270,11 @@ print(f"{len(in_use)} VIPs pinned before the kill; {len(handed)} handed out by 2
 sys.exit(1 if clash else 0)
 PY
 
+for sw in s1 s2 s3; do
+  read -r n nv ns < <(check_switch "${IT_PREFIX}$sw") || fail "${IT_PREFIX}$sw after the restart: stale or duplicate CPAM rules (above)"
+  step "${IT_PREFIX}$sw after the restart and 2 rotations: $n CPAM rules ($nv VIP rules, $ns session rules), none stale or duplicated"
+done
+
 # ---- the sessions over the whole run ------------------------------------------------------------
 ok=1
 for i in 0 1 2; do wait "${HOLDS[$i]}" || ok=0; done
