@@ -175,6 +175,7 @@ ovs-vsctl --timeout=10 set controller "$S3" target="\"tcp:127.0.0.1:$IT_PORT\""
 t0=$(now_ms)
 wait_until 15 "$S3 resynchronised" resyncs_above "$resyncs0"
 T_RESYNC=$(($(now_ms) - t0))
+step "write-ahead commit of a rotation's reservation: at most $(cpam_stat vips_sync_max_ms) ms so far"
 step "$S3 had $n_before CPAM rules while away; back and resynchronised $(fmt_ms "$T_RESYNC") after set-controller ($(grep -o 'switch [0-9a-f]* resynchronised.*' "$CTRL_LOG" | tail -n 1))"
 wait_until 10 "epoch $((e0 + 1)) published" epoch_above "$e0"
 wait_until 10 "rotation done" not_rotating
@@ -227,7 +228,7 @@ python3 - "$STATS" "$e_kill" <<'PY' || fail "the restarted controller did not re
 import json, sys
 c = json.load(open(sys.argv[1]))["apps"]["cpam"]
 print("reload:", {k: c[k] for k in ("reloaded", "reloaded_epoch", "reloaded_bindings", "boot", "resyncs", "resync_kept",
-                                    "resync_added", "resync_deleted", "resync_adopted", "recover_errors")})
+                                    "resync_added", "resync_deleted", "resync_adopted", "recover_errors", "vips_sync_max_ms")})
 ok = c["reloaded"] == 1 and c["reloaded_epoch"] >= int(sys.argv[2]) and c["reloaded_bindings"] + c["resync_adopted"] >= 3
 sys.exit(0 if ok and c["recover_errors"] == 0 else 1)
 PY

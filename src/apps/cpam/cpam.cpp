@@ -169,6 +169,7 @@ nlohmann::json CpamService::stats_json() const {
   j["reloaded_bindings"] = recovered_.bindings;
   j["recover_errors"] = recover_errors_.load();
   j["vips_sync_failed"] = vips_sync_failed_.load();
+  j["vips_sync_max_ms"] = static_cast<double>(vips_sync_max_us_.load()) / 1000.0;
   return j;
 }
 

@@ -118,6 +118,7 @@ class CpamService {
   Recovered recovered_;
   uint64_t boot_ = 0;  // this run's number (the archived one + 1); session ids carry its low 8 bits
   std::atomic<uint64_t> recover_errors_{0}, vips_sync_failed_{0}, resync_last_us_{0}, resync_max_us_{0};
+  std::atomic<uint64_t> vips_sync_max_us_{0};  // the longest write-ahead commit of a reservation
 
   CpamConfig cfg_;
   HostDirectory dir_;

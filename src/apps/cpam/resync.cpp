@@ -109,9 +109,15 @@ void Cpam::persist_vips(std::string_view phase, bool sync) {
   auto p = life_->export_state(rt_->now(), unix_ms());
   p.boot = svc_->boot_;
   svc_->publish(recovery::kVipsKey, recovery::vips_to_json(p, svc_->dir_, phase), 0);
-  if (sync && !svc_->due_->sync(std::chrono::milliseconds(1000))) {
+  if (!sync) return;
+  const auto t0 = Clock::now();
+  if (!svc_->due_->sync(std::chrono::milliseconds(1000))) {
     svc_->vips_sync_failed_.fetch_add(1);
     SDN_LOG_RATELIMITED(spdlog::level::err, "cpam: the VIP state ({}) was not committed to the archive in 1 s", phase);
+  }
+  const auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+  uint64_t m = svc_->vips_sync_max_us_.load();
+  while (us > m && !svc_->vips_sync_max_us_.compare_exchange_weak(m, us)) {
   }
 }
 
@@ -274,10 +280,13 @@ void Cpam::resync(uint64_t dpid, std::vector<ofp::FlowStats> flows, Clock::time_
     });
     return;
   }
-  for (auto& [owner, list] : by_owner)
-    rt_->post(owner, [svc = svc_, owner, job, list = std::move(list)] {
+  // (a structured binding cannot be captured before clang 16: the fuzz preset builds with clang 14)
+  for (auto& entry : by_owner) {
+    const auto owner = entry.first;
+    rt_->post(owner, [svc = svc_, owner, job, list = std::move(entry.second)] {
       if (Cpam* t = svc->instance(owner)) t->judge_sessions(job, list);
     });
+  }
 }
 
 // On an owner shard: a flow of a known binding is kept (a first-hop flow gives its binding its
