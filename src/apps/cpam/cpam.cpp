@@ -686,7 +686,7 @@ void Cpam::erase_binding(const Key& k, bool release_refs) {
   sessions_.erase(it);
   if (b.owner != shard_) return;
   by_id_.erase(b.id);
-  ended_.push_back(b.id);
+  if (cfg_.recovery && svc_->due_) ended_.push_back(b.id);  // archived by the next sweep
   live_sessions_.store(by_id_.size(), std::memory_order_relaxed);
   if (release_refs) {
     for (uint8_t m : {uint8_t{1}, uint8_t{2}})
