@@ -97,7 +97,7 @@ for bin in "${BINS[@]}"; do
   r=$(cat "$dir/result.json" 2>/dev/null || echo '{"ok":false}')
   if [[ $r == *'"ok":true'* ]]; then
     passed=$((passed + 1))
-    log "fuzz_$name: ok $(/usr/bin/python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(f"({r[\"seeds\"]} seeds, {r[\"runs\"]} runs, {r[\"runs_per_s\"]}/s, cov {r[\"cov\"]}, ft {r[\"ft\"]}, corpus {r[\"corpus\"]})")' "$r")"
+    log "fuzz_$name: ok $(/usr/bin/python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("({seeds} seeds, {runs} runs, {runs_per_s}/s, cov {cov}, ft {ft}, corpus {corpus})".format(**r))' "$dir/result.json")"
   else
     failed=$((failed + 1))
     log "fuzz_$name: FAILED; last lines of its log:"
