@@ -66,6 +66,7 @@ nlohmann::json data_stats_json(sdn::data::Backends& b, const sdn::data::Coordina
                   {"gaps", u.gaps},
                   {"decode_errors", u.decode_errors},
                   {"reconnects", u.reconnects},
+                  {"acl_denied", u.acl_denied},
                   {"buffered", u.buffered},
                   {"batches", u.batches},
                   {"connected", u.connected},
