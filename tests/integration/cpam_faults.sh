@@ -175,7 +175,6 @@ ovs-vsctl --timeout=10 set controller "$S3" target="\"tcp:127.0.0.1:$IT_PORT\""
 t0=$(now_ms)
 wait_until 15 "$S3 resynchronised" resyncs_above "$resyncs0"
 T_RESYNC=$(($(now_ms) - t0))
-step "write-ahead commit of a rotation's reservation: at most $(cpam_stat vips_sync_max_ms) ms so far"
 step "$S3 had $n_before CPAM rules while away; back and resynchronised $(fmt_ms "$T_RESYNC") after set-controller ($(grep -o 'switch [0-9a-f]* resynchronised.*' "$CTRL_LOG" | tail -n 1))"
 wait_until 10 "epoch $((e0 + 1)) published" epoch_above "$e0"
 wait_until 10 "rotation done" not_rotating
