@@ -107,6 +107,16 @@ wait_stats_switches() {
   done
 }
 
+# ping_resumes SRC DST_IP [SECONDS]: time until one ping from host SRC to DST_IP succeeds (fails the
+# test after SECONDS, default 10): the bound within which forwarding must come back after a fault.
+ping_resumes() {
+  local bound=${3:-10} t0; t0=$(now_ms)
+  until ip netns exec "${IT_PREFIX}$1" ping -n -c 1 -W 1 "$2" >/dev/null 2>&1; do
+    (($(now_ms) - t0 < bound * 1000)) || fail "ping $1 -> $2 did not resume within ${bound}s"
+  done
+  fmt_ms $(($(now_ms) - t0))
+}
+
 # wait_stats_fresh: wait for the controller's next stats write (it rewrites every second).
 wait_stats_fresh() {
   local before; before=$(stat -c '%i %y' "$STATS" 2>/dev/null || echo none)

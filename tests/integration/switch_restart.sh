@@ -11,14 +11,6 @@ up_tree
 "${TB[@]}" --count 3 --quiet pingall || fail "pingall failed before any restart"
 accepted0=$(stat_sum 'connections\.accepted$')
 
-# ping_resumes SRC DST_IP: seconds until one ping from SRC to DST_IP succeeds (fail after BOUND_S).
-ping_resumes() {
-  local t0; t0=$(now_ms)
-  until ip netns exec "${IT_PREFIX}$1" ping -n -c 1 -W 1 "$2" >/dev/null 2>&1; do
-    (($(now_ms) - t0 < BOUND_S * 1000)) || fail "ping $1 -> $2 did not resume within ${BOUND_S}s"
-  done
-  fmt_ms $(($(now_ms) - t0))
-}
 # wait_connected_again: all 3 switches connected again (TCP to the controller port) within BOUND_S.
 wait_connected_again() {
   "${TB[@]}" wait-connected "$BOUND_S" || fail "switches did not reconnect within ${BOUND_S}s"
@@ -33,15 +25,15 @@ ovs-vsctl --timeout=10 -- --id=@c create controller target="\"tcp:127.0.0.1:$IT_
   -- set bridge "${IT_PREFIX}s2" controller=@c >/dev/null
 t0=$(now_ms)
 wait_connected_again
-step "s2 reconnected in $(fmt_ms $(($(now_ms) - t0))); h1 -> h3 resumed after $(ping_resumes h1 10.0.0.3)"
+step "s2 reconnected in $(fmt_ms $(($(now_ms) - t0))); h1 -> h3 resumed after $(ping_resumes h1 10.0.0.3 "$BOUND_S")"
 
 step "phase 2: ${IT_PREFIX}s2 deleted and re-created (flow table lost)"
 "${TB[@]}" restart-switch s2 1
 t0=$(now_ms)
 wait_connected_again
 step "s2 reconnected in $(fmt_ms $(($(now_ms) - t0)))"
-step "h1 -> h3 (across s2, s1, s3) resumed after $(ping_resumes h1 10.0.0.3)"
-step "h4 -> h2 (into s2) resumed after $(ping_resumes h4 10.0.0.2)"
+step "h1 -> h3 (across s2, s1, s3) resumed after $(ping_resumes h1 10.0.0.3 "$BOUND_S")"
+step "h4 -> h2 (into s2) resumed after $(ping_resumes h4 10.0.0.2 "$BOUND_S")"
 "${TB[@]}" --count 3 --quiet pingall || fail "pingall failed after the switch restart"
 n=$(nonmiss_flows "${IT_PREFIX}s2")
 ((n > 0)) || fail "no flows on the re-created ${IT_PREFIX}s2"
