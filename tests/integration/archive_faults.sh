@@ -23,16 +23,6 @@ EOF
 # resolves it, so the -wal and -shm files land on the tmpfs too).
 ln -s "$ARCH/archive.db" "$IT_WORK/archive.db"
 
-# archive FIELD: a field of the archive's stats ("" if missing).
-archive() { python3 "$STATS_PY" get "$STATS" "data.archive.$1" 2>/dev/null || true; }
-wait_archive() {  # wait_archive PYTHON_CONDITION_ON_a SECONDS MESSAGE
-  local cond=$1 limit=$2 t0; t0=$(now_ms)
-  until python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['data']['archive']; sys.exit(0 if ($cond) else 1)" "$STATS" 2>/dev/null; do
-    (($(now_ms) - t0 < limit * 1000)) || fail "$3 (archive stats: $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['data']['archive'])" "$STATS" 2>/dev/null))"
-    sleep 0.2
-  done
-}
-
 start_controller --config "$IT_WORK/sdnator.toml"
 up_tree
 "${TB[@]}" --count 2 --quiet pingall || fail "pingall failed before the disk filled"

@@ -38,15 +38,6 @@ reconnect_max_ms = 300
 checkpoint_interval_ms = 50
 EOF
 
-archive() { python3 "$STATS_PY" get "$STATS" "data.archive.$1" 2>/dev/null || true; }
-wait_archive() {  # wait_archive PYTHON_CONDITION_ON_a SECONDS MESSAGE
-  local cond=$1 limit=$2 t0; t0=$(now_ms)
-  until python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['data']['archive']; sys.exit(0 if ($cond) else 1)" "$STATS" 2>/dev/null; do
-    (($(now_ms) - t0 < limit * 1000)) || fail "$3 (archive stats: $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['data']['archive'])" "$STATS" 2>/dev/null))"
-    sleep 0.1
-  done
-}
-
 start_controller --config "$IT_WORK/sdnator.toml"
 up_tree
 "${TB[@]}" --count 1 --quiet pingall || fail "pingall failed before the outage"

@@ -117,6 +117,18 @@ ping_resumes() {
   fmt_ms $(($(now_ms) - t0))
 }
 
+# archive FIELD: a field of the archive's stats ("" if missing).
+archive() { python3 "$STATS_PY" get "$STATS" "data.archive.$1" 2>/dev/null || true; }
+# wait_archive PYTHON_CONDITION_ON_a SECONDS MESSAGE: until the condition on the archive's stats
+# (the dict `a`) holds; fails with MESSAGE and the stats after SECONDS.
+wait_archive() {
+  local cond=$1 limit=$2 t0; t0=$(now_ms)
+  until python3 -c "import json,sys; a=json.load(open(sys.argv[1]))['data']['archive']; sys.exit(0 if ($cond) else 1)" "$STATS" 2>/dev/null; do
+    (($(now_ms) - t0 < limit * 1000)) || fail "$3 (archive stats: $(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['data']['archive'])" "$STATS" 2>/dev/null))"
+    sleep 0.1
+  done
+}
+
 # wait_stats_fresh: wait for the controller's next stats write (it rewrites every second).
 wait_stats_fresh() {
   local before; before=$(stat -c '%i %y' "$STATS" 2>/dev/null || echo none)
