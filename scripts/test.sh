@@ -87,6 +87,24 @@ reap_integration_leftovers() {
   done
 }
 
+# Testbeds of integration tests from an earlier run on this machine that was killed before its
+# own clean-up (their bridges live on in the Open vSwitch database): no integration test of
+# this run has started yet, so every "iXXXX-" testbed found now is stale. Torn down by prefix,
+# so that they neither collide with this run nor keep `ovs.sh stop` from stopping.
+sweep_stale_testbeds() {
+  local prefixes p
+  prefixes=$( { ls /run/sdnator-testbed 2>/dev/null
+                ovs-vsctl --timeout=5 list-br 2>/dev/null | sed -nE 's/^(i[0-9a-f]{4}-).*/\1/p'; } \
+              | grep -E '^i[0-9a-f]{4}-$' | sort -u)
+  for p in $prefixes; do
+    warn "tearing down stale integration testbed $p (left by an earlier run)"
+    bash scripts/ids_tap.sh --prefix "$p" down >/dev/null 2>&1 || true
+    bash scripts/testbed.sh --prefix "$p" down >/dev/null 2>&1 || true
+    ovs-vsctl --timeout=5 list-br 2>/dev/null | grep "^$p" | while read -r br; do
+      ovs-vsctl --timeout=5 --if-exists del-br "$br"; done
+  done
+}
+
 cleanup() {
   set +e
   reap_integration_leftovers
@@ -178,6 +196,7 @@ elif [[ ! -x $BUILD_DIR/bin/sdnator ]]; then
 else
   bash scripts/ovs.sh status >/dev/null 2>&1 || OVS_STARTED=1
   if bash scripts/ovs.sh start; then
+    sweep_stale_testbeds
     run_ctest integration
   else
     count 0 1; NOTES+=("Open vSwitch did not start"); phase_end "FAILED (Open vSwitch did not start)"

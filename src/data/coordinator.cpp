@@ -59,7 +59,10 @@ struct Coordinator::Impl {
     Json j = grant_json(g);
     auto it = applied.find(g.app);
     if (it != applied.end() && it->second == j) return;
-    backends->acl().set_grant(g);
+    // A revoked app gets nothing, and nothing is recorded as applied: otherwise, once restored,
+    // the app would count as "gone" before its new registration arrives, and its fresh local
+    // grant (Due::init) would be shrunk back to the coordination keys.
+    if (!backends->acl().set_grant(g)) return;
     // The Coordinator itself runs on the admin connection: no Redis user of its own.
     if (admin && g.app != keys::kCoordinatorId) {
       if (auto r = admin->apply(g); !r) {
@@ -301,6 +304,7 @@ Expected<void, std::string> Coordinator::restore(const std::string& app) {
   {
     std::lock_guard lock(m.acl_mu);
     m.backends->acl().restore(app);
+    m.applied.erase(app);  // the next registration installs the grant afresh
     m.control.emplace_back(false, app);
   }
   {
