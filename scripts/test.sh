@@ -6,7 +6,7 @@
 # failed.
 #
 # usage: scripts/test.sh
-#   FUZZ_SECONDS=30   seconds per fuzz target (0 skips fuzzing)
+#   FUZZ_SECONDS=15   seconds per fuzz target (0 skips fuzzing)
 #   JOBS=2            parallel build jobs
 #   SKIP_ASAN=1 / SKIP_FUZZ=1 / SKIP_INTEGRATION=1   leave a phase out (it is reported as skipped)
 #   BUILD_DIR=build ASAN_BUILD_DIR=build-asan FUZZ_BUILD_DIR=build-fuzz   build trees (the presets' dirs)
@@ -14,7 +14,7 @@ set -Euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$SDN_ROOT"
 
-FUZZ_SECONDS=${FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${FUZZ_SECONDS:-15}
 JOBS=${JOBS:-2}
 export JOBS
 BUILD_DIR=${BUILD_DIR:-build}
