@@ -29,6 +29,7 @@ PACKAGES=(
   # data layer servers (started by scripts/services.sh for tests and benchmarks; the embedded
   # defaults need neither), the Python example app and the benchmark plot
   redis-server redis-tools postgresql python3-redis python3-matplotlib sqlite3
+  redis-sentinel   # cluster: Redis Sentinel for scripts/cluster.sh and integration.cluster
   # testbed and integration tests (python3: JSON checks in tests and demo)
   # ofbench's side-by-side baseline (an OpenFlow 1.3 learning switch in C)
   openvswitch-testcontroller
