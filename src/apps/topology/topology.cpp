@@ -109,6 +109,7 @@ nlohmann::json TopologyService::stats_json() const {
                         {"lldp_sent", f.lldp_sent},
                         {"lldp_received", f.lldp_received},
                         {"lldp_foreign", f.lldp_foreign},
+                        {"lldp_remote", f.lldp_remote},
                         {"links_added", f.links_added},
                         {"links_removed", f.links_removed},
                         {"link_timeouts", f.link_timeouts},

@@ -64,6 +64,11 @@ void TopologyCore::queue_probes(uint64_t dpid, SwitchState& s, bool all) {
 
 void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now) {
   if (switches_.contains(dpid)) switch_down(dpid, now);  // a reconnect starts from scratch
+  // Links we knew with this switch as a remote end (a cluster peer mastered it; now we do):
+  // dropped, without a record, and rediscovered by the probes below, so that they are published
+  // again after the previous master's switch_down record for them.
+  for (auto it = links_.begin(); it != links_.end();)
+    it = (it->first.a.dpid == dpid || it->first.b.dpid == dpid) ? links_.erase(it) : std::next(it);
   if (switches_.empty()) {
     first_up_ = now;
     last_link_added_.reset();
@@ -129,12 +134,17 @@ void TopologyCore::port_status(uint64_t dpid, const ofp::Port& desc, bool delete
 void TopologyCore::lldp_received(PortRef from, PortRef at, Clock::time_point now) {
   PortState* src = port(from);
   PortState* dst = port(at);
-  if (src == nullptr || dst == nullptr || from == at) {
+  // A cluster peer's switch (not ours, but connected to us as a slave): a link whose far end
+  // has no local port state.
+  const bool remote = src == nullptr && dst != nullptr && !switches_.contains(from.dpid) &&
+                      cfg_.remote_switch && cfg_.remote_switch(from.dpid);
+  if ((src == nullptr && !remote) || dst == nullptr || from == at) {
     ++fig_.lldp_foreign;
     return;
   }
   ++fig_.lldp_received;
-  if (src->role == PortRole::kDown || dst->role == PortRole::kDown) return;  // a late probe
+  if (remote) ++fig_.lldp_remote;
+  if ((src != nullptr && src->role == PortRole::kDown) || dst->role == PortRole::kDown) return;  // a late probe
   const Link l = make_link(from, at);
   if (auto it = links_.find(l); it != links_.end()) {
     it->second.last_seen = now;
@@ -144,7 +154,7 @@ void TopologyCore::lldp_received(PortRef from, PortRef at, Clock::time_point now
   remove_links_on(from, "replaced", now);
   remove_links_on(at, "replaced", now);
   links_[l] = LinkState{now};
-  set_role(from, *port(from), PortRole::kLink, now);
+  if (PortState* f = port(from)) set_role(from, *f, PortRole::kLink, now);
   set_role(at, *port(at), PortRole::kLink, now);
   changes_.links.push_back(LinkRecord{l, true, "lldp", 0});
   ++fig_.links_added;

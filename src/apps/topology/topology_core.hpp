@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,6 +31,12 @@ struct TopologyConfig {
   uint32_t edge_probe_rounds = 5;                 // settled edge ports: every 5th round only
   std::chrono::milliseconds tick{100};            // how often the app calls tick()
   size_t max_hosts = 100000;                      // beyond: not tracked, counted
+  // In a cluster (docs/cluster.md) this instance masters only some switches, and a probe sent by
+  // another instance's switch arrives here naming a switch we do not master. When set, such a
+  // probe is a link to a remote switch if this returns true for its dpid (the switch is
+  // connected to this instance too, as a slave): our end becomes a link port and the link is
+  // published; the remote end's port is its own master's business. Unset: foreign, as before.
+  std::function<bool(uint64_t dpid)> remote_switch;
 };
 
 struct HostEntry {
@@ -53,6 +60,7 @@ struct Figures {
   uint64_t lldp_sent = 0;          // probes handed out by take_probes()
   uint64_t lldp_received = 0;      // probes from one of our switches
   uint64_t lldp_foreign = 0;       // probes naming a switch or port we do not know
+  uint64_t lldp_remote = 0;        // probes from a switch another cluster instance masters
   uint64_t links_added = 0, links_removed = 0, link_timeouts = 0;
   uint64_t hosts_added = 0, host_moves = 0, hosts_removed = 0;
   uint64_t hosts_ignored = 0;      // sightings on a pending or link port

@@ -134,6 +134,49 @@ TEST_F(Core, ProbesFromUnknownSwitchesOrPortsAreCountedAndIgnored) {
   EXPECT_EQ(core_.figures().lldp_foreign, 3u);
 }
 
+// A cluster (docs/cluster.md): switch 9 is mastered by another instance but connected to this
+// one; its probes make links whose far end has no local port, and the link is dropped quietly
+// and rediscovered when this instance becomes the switch's master.
+TEST(CoreCluster, ProbesFromAPeersSwitchMakeRemoteLinks) {
+  TopologyConfig c;
+  c.port_settle = milliseconds(2000);
+  c.remote_switch = [](uint64_t dpid) { return dpid == 9; };
+  TopologyCore core(c);
+  Clock::time_point t{};
+  core.switch_up(1, ports({1, 2}), t);
+  core.take_changes();
+  core.lldp_received({9, 3}, {1, 2}, t);  // a peer's switch: a link
+  core.lldp_received({8, 3}, {1, 1}, t);  // not connected to us at all: foreign
+  ASSERT_EQ(core.links(), (std::vector<Link>{make_link({1, 2}, {9, 3})}));
+  EXPECT_EQ(core.role({1, 2}), PortRole::kLink);
+  EXPECT_EQ(core.figures().lldp_remote, 1u);
+  EXPECT_EQ(core.figures().lldp_foreign, 1u);
+  auto ch = core.take_changes();
+  ASSERT_EQ(ch.links.size(), 1u);
+  EXPECT_TRUE(ch.links[0].up);
+  // Refreshed by the peer's probes, lost by timeout like any other link.
+  core.lldp_received({9, 3}, {1, 2}, t + milliseconds(3000));
+  core.tick(t + milliseconds(4000));
+  EXPECT_EQ(core.links().size(), 1u);
+  // This instance takes switch 9 over: the remote link goes without a record (the previous
+  // master published switch 9's links down) and comes back, published, from the new probes.
+  core.switch_up(9, ports({3}), t + milliseconds(4100));
+  EXPECT_TRUE(core.links().empty());
+  EXPECT_TRUE(core.take_changes().links.empty());
+  core.lldp_received({9, 3}, {1, 2}, t + milliseconds(4150));
+  ASSERT_EQ(core.links().size(), 1u);
+  ch = core.take_changes();
+  ASSERT_EQ(ch.links.size(), 1u);
+  EXPECT_TRUE(ch.links[0].up);
+  EXPECT_EQ(core.role({9, 3}), PortRole::kLink);
+  // Without a remote_switch function (one controller) the same probe stays foreign.
+  TopologyCore single{TopologyConfig{}};
+  single.switch_up(1, ports({1, 2}), t);
+  single.lldp_received({9, 3}, {1, 2}, t);
+  EXPECT_TRUE(single.links().empty());
+  EXPECT_EQ(single.figures().lldp_foreign, 1u);
+}
+
 TEST_F(Core, LinkLostByTimeoutWhenProbesStop) {
   two_switches();
   core_.lldp_received({1, 2}, {2, 1}, now_);
