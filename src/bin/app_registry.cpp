@@ -70,7 +70,7 @@ nlohmann::json fabric_stats(const apps::FabricCounters& c) {
           {"paths_failed", c.paths_failed},   {"flows_installed", c.flows_installed},
           {"drops", c.drops},                 {"no_path", c.no_path},
           {"not_ready", c.not_ready},         {"parse_errors", c.parse_errors},
-          {"ignored", c.ignored},             {"reroutes", c.reroutes},
+          {"ignored", c.ignored},             {"reroutes", c.reroutes}, {"cluster_handoffs", c.cluster_handoffs},
           {"flows_removed", c.flows_removed}, {"topology_records", c.topology_records},
           {"topology_errors", c.topology_errors}};
 }

@@ -102,6 +102,11 @@ class Runtime {
   // from that thread, else posted. False (fn dropped) when no switch of that dpid is up; a
   // switch that goes away before a posted `fn` runs drops it too.
   virtual bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) = 0;
+  // Whether the apps of this instance act on switch `dpid`: it is up here (connected, set up,
+  // and in a cluster mastered by this instance, docs/cluster.md). A path that crosses a switch
+  // another instance masters stops at the boundary; that instance continues it from the
+  // PacketIn the packet causes there. The default (a runtime without roles) says yes.
+  virtual bool is_up(uint64_t /*dpid*/) const { return true; }
   // Runs `fn` on shard `shard` after `delay`, unless the runtime stops first.
   virtual void call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) = 0;
   virtual Clock::time_point now() const { return Clock::now(); }

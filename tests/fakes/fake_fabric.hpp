@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <set>
 #include <vector>
 
 #include "fakes/fake_switch.hpp"
@@ -181,7 +182,7 @@ class FakeFabric final : public southbound::Runtime {
   unsigned current_shard() const override { return cur_; }
   // Like the real runtime: at once when called on the switch's own shard, else posted there.
   bool with_switch(uint64_t dpid, std::function<void(southbound::SwitchContext&)> fn) override {
-    if (!switches_.contains(dpid)) return false;
+    if (!switches_.contains(dpid) || remote_.contains(dpid)) return false;
     if (cur_ == shard_of(dpid)) {
       fn(*switches_.at(dpid));
       return true;
@@ -192,6 +193,13 @@ class FakeFabric final : public southbound::Runtime {
     });
     return true;
   }
+  // A cluster peer masters these switches (docs/cluster.md): is_up says no and with_switch
+  // refuses, as the real runtime does for a switch it is a slave of. Their PacketIns still reach
+  // the apps here, standing in for the peer that continues the path.
+  void set_remote(uint64_t dpid, bool remote) {
+    if (remote) remote_.insert(dpid); else remote_.erase(dpid);
+  }
+  bool is_up(uint64_t dpid) const override { return switches_.contains(dpid) && !remote_.contains(dpid); }
   void call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) override {
     timers_.emplace(now_ + delay, [this, shard, fn = std::move(fn)] {
       cur_ = shard;
@@ -248,6 +256,7 @@ class FakeFabric final : public southbound::Runtime {
   Clock::time_point now_{};
   size_t packet_ins_ = 0;
   bool loops_ = false;
+  std::set<uint64_t> remote_;
 };
 
 }  // namespace sdn::test

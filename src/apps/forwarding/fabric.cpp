@@ -124,6 +124,7 @@ FabricCounters FabricForwarding::counters() const {
   c.parse_errors = parse_errors_.get();
   c.ignored = ignored_.get();
   c.reroutes = reroutes_.get();
+  c.cluster_handoffs = cluster_handoffs_.get();
   c.flows_removed = flows_removed_.get();
   c.topology_records = topology_records_.get();
   c.topology_errors = topology_errors_.get();
@@ -246,18 +247,28 @@ void FabricForwarding::provision(SwitchContext& sw, const ofp::PacketIn& pin, co
               p.eth.outer_vlan() ? p.eth.outer_vlan()->vid : uint16_t{0xffff}};
   // Asked again (a packet that raced the flows): the old path's flows go first, then the new.
   if (auto old = by_flow_.find(key); old != by_flow_.end()) remove_path(old->second);
+  // In a cluster the path is ours up to the first switch another instance masters: the packet
+  // leaves our last switch towards it, misses there and that switch's master carries it on.
+  size_t ours = hops.size();
+  if (rt_ != nullptr)
+    for (size_t i = 1; i < hops.size(); ++i)
+      if (!rt_->is_up(hops[i].dpid)) {
+        ours = i;
+        cluster_handoffs_.inc();
+        break;
+      }
   const uint64_t cookie = path_cookie(++next_path_);
-  paths_[cookie] = InstalledPath{key, hops};
+  paths_[cookie] = InstalledPath{key, std::vector<Hop>(hops.begin(), hops.begin() + static_cast<std::ptrdiff_t>(ours))};
   by_flow_[key] = cookie;
 
   auto job = std::make_shared<PathJob>();
-  job->remaining = hops.size();
+  job->remaining = ours;
   job->started = now;
   const bool buffered = pin.buffer_id != ofp::kNoBuffer;
   auto frame = buffered ? nullptr : std::make_shared<const std::vector<uint8_t>>(pin.data.begin(), pin.data.end());
-  for (size_t i = 0; i < hops.size(); ++i) {
+  for (size_t i = 0; i < ours; ++i) {
     const Hop& hop = hops[i];
-    const bool first = i == 0, last = i + 1 == hops.size();
+    const bool first = i == 0, last = i + 1 == ours;
     // A packet that reached a transit switch and must go back the way it came (its upstream
     // path was cut) leaves by OFPP_IN_PORT: an output to the in_port itself is dropped (7.2.1).
     const uint32_t out = hop.out_port == hop.in_port ? ofp::port::kInPort : hop.out_port;

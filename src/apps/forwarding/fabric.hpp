@@ -38,6 +38,7 @@ struct FabricCounters {
   uint64_t parse_errors = 0;
   uint64_t ignored = 0;           // LLDP and 802.1D link-local frames (topology's)
   uint64_t reroutes = 0;          // flow deletes sent because a link went down or a host moved
+  uint64_t cluster_handoffs = 0;  // paths cut at a switch another cluster instance masters
   uint64_t flows_removed = 0;
   uint64_t topology_records = 0;  // topology records applied to this instance's view
   uint64_t topology_errors = 0;   // records that did not decode
@@ -123,7 +124,7 @@ class FabricForwarding final : public southbound::App {
   absl::flat_hash_map<FlowKey, uint64_t> by_flow_;       // first hop's flow -> cookie
   uint64_t next_path_ = 0;
   data::Due::Subscription sub_;
-  Stat packet_ins_, floods_, proxy_arps_, flood_dead_ends_, flows_installed_, drops_, no_path_, not_ready_, parse_errors_, ignored_, reroutes_, flows_removed_, topology_records_, topology_errors_;
+  Stat packet_ins_, floods_, proxy_arps_, flood_dead_ends_, flows_installed_, drops_, no_path_, not_ready_, parse_errors_, ignored_, reroutes_, flows_removed_, topology_records_, topology_errors_, cluster_handoffs_;
   // Counters bumped from other shards' threads (batch confirmations).
   std::atomic<uint64_t> paths_ok_shared_{0}, paths_failed_shared_{0};
 };

@@ -207,6 +207,24 @@ TEST_F(Campus, TheWholePathIsInstalledOnTheFirstPacket) {
   for (uint64_t s = 1; s <= 7; ++s) EXPECT_TRUE(fabric_->sw(s).errors().empty());
 }
 
+// In a cluster another instance masters s7: the path is installed up to s2 and the packet
+// leaves s2 towards s7 at once; its miss there is that instance's PacketIn (here the same apps
+// stand in for it), which carries the path on. Nothing is sent to s7 by the first instance.
+TEST_F(Campus, APathStopsAtASwitchAClusterPeerMasters) {
+  fabric_->advance(milliseconds(2000));
+  const Host &a = host(1), &b = host(8);  // s4 -> s2 -> s7
+  converse(a, b);
+  fabric_->set_remote(7, true);
+  const Host &c = host(2);  // h2 on s4 too: a new flow to h8
+  converse(c, b);
+  EXPECT_GE(sum(&FabricCounters::cluster_handoffs), 1u);
+  const Bytes echo = pkt::icmp_echo(c.mac, b.mac, c.ip, b.ip, false, 1, 9);
+  EXPECT_TRUE(fabric_->sw(4).lookup_actions(echo, 2));
+  EXPECT_TRUE(fabric_->sw(2).lookup_actions(echo, 1));
+  fabric_->set_remote(7, false);
+  for (uint64_t s = 1; s <= 7; ++s) EXPECT_TRUE(fabric_->sw(s).errors().empty());
+}
+
 TEST_F(Campus, APulledCableIsPublishedAndTrafficReroutes) {
   fabric_->advance(milliseconds(2000));
   const Host &a = host(1), &b = host(8);
