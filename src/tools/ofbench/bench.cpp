@@ -246,9 +246,8 @@ void Bench::on_unsolicited_flow_mod(uint16_t priority, double t) {
 }
 
 void Bench::connect_all() {
-  auto ep = parse_endpoint(o_.controller);
-  if (!ep) throw std::invalid_argument("bad --controller '" + o_.controller + "' (host:port)");
-  for (auto& s : switches_) s->connect(*ep);
+  const auto eps = endpoints();
+  for (auto& s : switches_) s->connect(eps);
 }
 
 bool Bench::wait_connected(double timeout_s) {
@@ -630,6 +629,8 @@ nlohmann::json Bench::run() {
     mode_path();
   } else if (o_.mode == "cpam") {
     mode_cpam();
+  } else if (o_.mode == "failover") {
+    mode_failover();
   } else {
     throw std::invalid_argument("unknown --mode '" + o_.mode + "'");
   }

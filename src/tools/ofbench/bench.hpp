@@ -24,6 +24,7 @@
 #include "emu/datapath.hpp"
 #include "ofp/message.hpp"
 #include "tools/ofbench/procstat.hpp"
+#include "tools/ofbench/roles.hpp"
 
 namespace sdn::ofbench {
 
@@ -31,8 +32,19 @@ using Bytes = std::vector<uint8_t>;
 using SteadyClock = std::chrono::steady_clock;
 
 struct Options {
-  std::string mode = "latency";  // latency | throughput | path | cpam | discovery | sessions | table | lossfree
+  std::string mode = "latency";  // latency | throughput | path | cpam | discovery | sessions | table | lossfree | failover
   std::string controller = "127.0.0.1:6653";
+  // --controllers: every switch connects to each of these (one channel per controller, with
+  // OpenFlow roles); empty = `controller` alone.
+  std::vector<std::string> controllers;
+  // failover (RFC 8456 5.4.1/5.4.2): new-flow PacketIns at `rate` per second over all switches;
+  // `kill_cmd` (if any) runs `kill_at_s` into the measured period, with {controller}, {host},
+  // {port} and {index} replaced by the controller that masters the most switches. Without it
+  // the operator kills a controller by hand during the run.
+  double rate = 200;
+  double kill_at_s = 3;
+  std::string kill_cmd;
+  double recover_timeout_s = 10;          // failover: after the period, wait this long for re-provisioning
   std::string topology = "independent";  // independent | campus
   uint32_t switches = 16;                 // independent; campus: cores + aggs + edges
   uint32_t macs_per_switch = 100;         // independent (cbench -M)
@@ -84,7 +96,7 @@ struct Options {
 
 // One timed request.
 enum class Kind : uint8_t {
-  kPacketIn,   // cbench: PacketIn sent -> first FlowMod/PacketOut that names its buffer/frame
+  kPacketIn,   // cbench, failover: PacketIn sent -> first FlowMod/PacketOut that names its buffer/frame
   kLearn,      // warm-up PacketIns (not measured)
   kFlood,      // DoS flood PacketIns (not legitimate)
   kPath,       // path: first packet sent by the host -> delivered at the destination host
@@ -101,33 +113,44 @@ struct Event {
   double t1 = -1;  // completion; < 0 = unanswered
   Kind kind = Kind::kPacketIn;
   uint32_t sw = 0;
+  bool delivered = true;  // failover: false = no MASTER/EQUAL controller to send the PacketIn to
 };
 
 class Bench;
 
-// One emulated switch: an OpenFlow 1.3 session to the controller and a datapath.
+// One emulated switch: a datapath and one OpenFlow 1.3 channel per controller (--controllers;
+// one by default). With several, the channels follow the roles of OpenFlow 1.3.5 6.3.6
+// (roles.hpp): PacketIns and FlowRemoved go to MASTER and EQUAL channels, a SLAVE's writes are
+// refused, a stale generation is refused. The flow table and packet buffers are the switch's.
 class EmuSwitch {
  public:
   EmuSwitch(Bench& bench, asio::io_context& io, uint32_t index, uint64_t dpid);  // ports: Bench::ports_of
   ~EmuSwitch();
 
-  void connect(const asio::ip::tcp::endpoint& ep);
+  // One channel per endpoint (controller index = position); connect(ep) is the one-controller case.
+  void connect(const std::vector<asio::ip::tcp::endpoint>& eps);
+  void connect(const asio::ip::tcp::endpoint& ep) { connect(std::vector<asio::ip::tcp::endpoint>{ep}); }
   void close();
-  bool connected() const { return connected_; }
-  bool ready() const { return features_sent_; }
+  bool connected() const;                          // to at least one controller
+  bool connected(size_t ch) const;                 // to controller `ch`
+  bool ready() const { return features_sent_; }   // some controller completed the handshake
+  bool ready(size_t ch) const;                     // controller `ch` did, on its current connection
+  size_t channels() const { return ch_.size(); }
+  const SwitchRoles& roles() const { return roles_; }
   uint32_t index() const { return index_; }
   uint64_t dpid() const { return dpid_; }
   asio::io_context& io() { return io_; }
 
   // A frame arrives on `port` (from a host or a link): table lookup, actions or PacketIn.
   void ingress(uint32_t port, const Bytes& frame);
-  // A PacketIn for a frame the bench made up (cbench modes: no table lookup first).
-  void packet_in(uint32_t in_port, const Bytes& frame, uint32_t event, uint8_t reason = 0);
+  // A PacketIn for a frame the bench made up (cbench modes: no table lookup first). False when
+  // no controller may receive it (none connected, or only SLAVEs).
+  bool packet_in(uint32_t in_port, const Bytes& frame, uint32_t event, uint8_t reason = 0);
   // A message that breaks a rule inside an intact header (exception handling).
   void send_malformed(uint32_t which);
   void echo_request();
   void expire(emu::Clock::time_point now);
-  size_t backlog() const;  // bytes queued for the controller
+  size_t backlog() const;  // bytes queued for the controllers
 
   const emu::FlowTable& table() const { return table_; }
   struct Counters {
@@ -135,47 +158,64 @@ class EmuSwitch {
     uint64_t multiparts = 0, echo_requests = 0, echo_replies = 0, errors_received = 0;
     uint64_t flow_removed = 0, buffer_unknown = 0, malformed_sent = 0, decode_errors = 0;
     uint64_t other = 0, bytes_in = 0, bytes_out = 0, reconnects = 0;
+    uint64_t role_requests = 0, role_stale = 0, role_bad = 0, slave_writes_refused = 0;
+    uint64_t packet_ins_undelivered = 0;  // no MASTER or EQUAL channel connected
   };
   const Counters& counters() const { return c_; }
   double handshake_done_s() const { return handshake_s_; }
-  double last_echo_rtt_ms() const { return echo_rtt_ms_; }
+  double last_echo_rtt_ms() const;
 
  private:
-  void send(uint32_t xid, ofp::Body body);
-  void send_bytes(const Bytes& b);
-  void flush();
-  void read_more();
-  void on_bytes(size_t n);
-  void handle(const ofp::Message& m, std::span<const uint8_t> raw);
-  void handle_multipart(uint32_t xid, const ofp::MultipartRequest& r);
+  // One controller connection (a channel, in the spec's words).
+  struct Channel {
+    explicit Channel(asio::io_context& io, size_t i) : index(i), sock(io) {}
+    size_t index;
+    asio::ip::tcp::endpoint ep;
+    asio::ip::tcp::socket sock;
+    // With --tls-cert: the session runs over this stream on sock (replaced per connection; an
+    // old one is kept until then, so the aborted handlers of a lost session never see it freed).
+    std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls;
+    uint64_t gen = 0;  // bumped per connection: handlers of an older socket stop
+    bool connected = false, handshaken = false, ever_up = false;
+    Bytes in;
+    size_t in_len = 0;
+    Bytes out, writing;
+    bool write_pending = false;
+    ofp::SwitchConfig config;  // per connection, as Open vSwitch keeps miss_send_len
+    double echo_sent_s = -1, echo_rtt_ms = -1;
+  };
+
+  void connect(Channel& c);
+  void send(Channel& c, uint32_t xid, ofp::Body body);
+  void send_async(const ofp::Body& body);  // to every MASTER/EQUAL channel
+  void send_bytes(Channel& c, const Bytes& b);
+  void flush(Channel& c);
+  void read_more(Channel& c);
+  void on_bytes(Channel& c, size_t n);
+  void handle(Channel& c, const ofp::Message& m, std::span<const uint8_t> raw);
+  void handle_role(Channel& c, uint32_t xid, const ofp::RoleRequest& r, std::span<const uint8_t> raw);
+  void handle_multipart(Channel& c, uint32_t xid, const ofp::MultipartRequest& r);
   template <class Item>
-  void send_parts(uint32_t xid, ofp::MultipartType type, std::vector<Item> items, size_t per);
-  void handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<const uint8_t> raw);
-  void handle_packet_out(const ofp::PacketOut& po);
+  void send_parts(Channel& c, uint32_t xid, ofp::MultipartType type, std::vector<Item> items, size_t per);
+  void handle_flow_mod(Channel& c, uint32_t xid, const ofp::FlowMod& fm, std::span<const uint8_t> raw);
+  void handle_packet_out(Channel& c, const ofp::PacketOut& po);
   void run(const ofp::ActionList& actions, const Bytes& frame, uint32_t in_port, int depth);
   void output(uint32_t port, const Bytes& frame, uint32_t in_port, int depth);
-  void send_error(uint16_t type, uint16_t code, std::span<const uint8_t> offending);
-  void lost(const std::string& why);
+  void send_error(Channel& c, uint16_t type, uint16_t code, std::span<const uint8_t> offending);
+  void lost(Channel& c, const std::string& why);
   void classify_proactive();
   uint32_t buffer(uint32_t in_port, const Bytes& frame, uint32_t event);
   void lookup_and_run(uint32_t port, const Bytes& frame, int depth);
+  Channel* first_async_channel();
 
   Bench& bench_;
   asio::io_context& io_;
-  asio::ip::tcp::socket sock_;
-  // With --tls-cert: the session runs over this stream on sock_ (replaced per connection; an old
-  // one is kept until then, so the aborted handlers of a lost session never see it freed).
-  std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls_;
-  asio::ip::tcp::endpoint ep_;
-  uint64_t gen_ = 0;  // bumped per connection: handlers of an older socket stop
+  std::vector<std::unique_ptr<Channel>> ch_;
+  SwitchRoles roles_;
   uint32_t index_;
   uint64_t dpid_;
-  bool connected_ = false, features_sent_ = false, closing_ = false;
+  bool features_sent_ = false, closing_ = false;
   double handshake_s_ = -1;
-  Bytes in_;
-  size_t in_len_ = 0;
-  Bytes out_, writing_;
-  bool write_pending_ = false;
   uint32_t next_xid_ = 1;
   emu::FlowTable table_;
   struct Buffered {
@@ -194,8 +234,6 @@ class EmuSwitch {
   };
   std::vector<Proactive> pending_proactive_;  // this read's candidates (classify_proactive)
   std::vector<uint64_t> read_session_dsts_;   // ipv4_dst of this read's session FlowMods
-  ofp::SwitchConfig config_;
-  double echo_sent_s_ = -1, echo_rtt_ms_ = -1;
   Counters c_;
 };
 
@@ -225,6 +263,12 @@ class Bench {
   void on_response(uint32_t event, double t);  // a FlowMod/PacketOut named the event's buffer/frame
   void on_packet_in_sent(EmuSwitch& sw, const Bytes& frame);
   void on_unsolicited_flow_mod(uint16_t priority, double t);
+  // Multi-controller events (failover.cpp): a channel finished its handshake, closed (with the
+  // role it held), answered a ROLE_REQUEST, or a SLAVE tried to write.
+  void on_channel_ready(EmuSwitch& sw, size_t ch);
+  void on_channel_lost(EmuSwitch& sw, size_t ch, CtlRole role);
+  void on_role(EmuSwitch& sw, size_t ch, CtlRole role, uint64_t generation, bool accepted);
+  void on_slave_write(EmuSwitch& sw, size_t ch);
   // A frame leaves switch `sw` by `port`: to a peer switch, a host, or nowhere.
   void transmit(uint32_t sw, uint32_t port, const Bytes& frame, int depth);
   bool is_link_port(uint32_t sw, uint32_t port) const;
@@ -259,6 +303,13 @@ class Bench {
   void mode_table();
   void mode_lossfree();
   void mode_discovery();
+  void mode_failover();
+
+  // failover helpers (failover.cpp)
+  std::vector<asio::ip::tcp::endpoint> endpoints() const;
+  std::string controller_name(size_t ch) const;
+  void run_kill_cmd();
+  nlohmann::json failover_json();
 
   // cbench helpers
   Bytes cbench_frame(uint32_t sw, uint64_t k, bool fresh_ip);
@@ -348,6 +399,34 @@ class Bench {
   std::vector<double> dns_change_times_;  // when a name first resolved to a new address
   std::map<uint16_t, uint64_t> unsolicited_by_priority_;  // proactive ADDs seen, by priority
   absl::flat_hash_map<std::string, uint64_t> fail_reasons_;
+
+  // failover state: one episode per interruption of a switch's service (its MASTER lost, or its
+  // only EQUAL controller), closed by a new MASTER (or EQUAL handshake) and by the first PacketIn
+  // sent after the loss that gets answered.
+  struct Episode {
+    uint32_t sw = 0;
+    size_t lost_ch = 0;
+    CtlRole lost_role = CtlRole::kEqual;
+    double t_loss = 0, t_last_answer = -1;
+    double t_master = -1;  // new MASTER accepted (or EQUAL handshake done)
+    int new_ch = -1;
+    uint64_t generation = 0;
+    double t_reprov = -1;  // the first post-loss PacketIn's answer
+  };
+  std::vector<Episode> episodes_;
+  std::vector<double> last_answer_;                // per switch: last PacketIn answered
+  std::vector<uint64_t> channel_losses_;           // per controller
+  std::vector<uint64_t> masters_gained_;           // per controller: MASTER requests accepted
+  uint64_t roles_refused_ = 0, slave_writes_ = 0, channels_ready_ = 0;
+  bool roles_seen_ = false, failover_armed_ = false;
+  struct Kill {
+    bool done = false;
+    size_t target = 0;
+    double t = -1;
+    int pid = -1, status = -1;
+    std::string cmd;
+  } kill_;
+  nlohmann::json mastership_before_;
 
   // extra per-mode JSON (rfc8456 metrics, trials, ...)
   nlohmann::json extra_ = nlohmann::json::object();

@@ -48,6 +48,23 @@ void summary(const nlohmann::json& j) {
       fmt::print("  {}: {}\n", it.key(), num(it.value()));
     }
   }
+  if (j.contains("failover")) {
+    const auto& f = j["failover"];
+    auto mmm = [&](const nlohmann::json& st) {
+      return fmt::format("min {}  median {}  max {} ms (n {})", num(st["min"]), num(st["p50"]), num(st["max"]), num(st["count"]));
+    };
+    fmt::print("  failover: {} controllers, roles {}; kill {}\n", f["controllers"].size(), f["roles_in_use"].get<bool>() ? "yes" : "no",
+               f["kill"].is_null() ? "(by the operator)" : f["kill"]["target"].get<std::string>());
+    fmt::print("  controller failover time  {}\n", mmm(f["failover_ms"]));
+    fmt::print("  network re-provisioning   {}\n", mmm(f["reprovisioning_ms"]));
+    const auto& p = f["packet_ins"];
+    fmt::print("  {} switches affected; PacketIns in the gap {} ({} unanswered, {} with no controller to go to); {} in flight lost\n",
+               num(f["switches_affected"]), num(p["in_gap"]), num(p["unanswered_in_gap"]), num(p["undelivered_in_gap"]),
+               num(p["in_flight_lost"]));
+    fmt::print("  mastership before {}  after {}; unexpected channel losses {}; slave writes refused {}\n",
+               f["mastership_before"].dump(), f["mastership_end"].dump(), num(f["unexpected_channel_losses"]),
+               num(f["slave_writes_refused"]));
+  }
   const auto& s = j["switches"];
   fmt::print("  switch side: {} PacketIns, {} FlowMods ({} rejected), {} PacketOuts, {} barriers, {} errors, {} flows, {} disconnects\n",
              num(s["packet_ins"]), num(s["flow_mods"]), num(s["flow_mods_rejected"]), num(s["packet_outs"]),
@@ -63,9 +80,22 @@ void summary(const nlohmann::json& j) {
 int main(int argc, char** argv) {
   sdn::ofbench::Options o;
   CLI::App app{"ofbench: RFC 8456 benchmark with emulated OpenFlow 1.3 switches"};
-  app.add_option("--mode", o.mode, "latency | throughput | lossfree | sessions | table | discovery | path | cpam")
-      ->check(CLI::IsMember({"latency", "throughput", "lossfree", "sessions", "table", "discovery", "path", "cpam"}));
+  app.add_option("--mode", o.mode, "latency | throughput | lossfree | sessions | table | discovery | path | cpam | failover")
+      ->check(CLI::IsMember({"latency", "throughput", "lossfree", "sessions", "table", "discovery", "path", "cpam", "failover"}));
   app.add_option("-c,--controller", o.controller, "controller host:port");
+  std::string controllers;
+  app.add_option("--controllers", controllers,
+                 "host:port,host:port,...: every switch connects to each controller (OpenFlow roles)");
+  bool failover = false;
+  app.add_flag("--failover", failover, "the failover mode (same as --mode failover)");
+  app.add_option("--rate", o.rate, "failover: new-flow PacketIns per second over all switches")->check(CLI::Range(1.0, 1e6));
+  app.add_option("--kill-at", o.kill_at_s, "failover: seconds into the measured period at which --kill-cmd runs")
+      ->check(CLI::Range(0.0, 86400.0));
+  app.add_option("--kill-cmd", o.kill_cmd,
+                 "failover: shell command that kills the controller mastering the most switches; {controller} {host} "
+                 "{port} {index} (1-based) are replaced. Without it, kill one by hand during the run");
+  app.add_option("--recover-timeout", o.recover_timeout_s, "failover: seconds to wait past --duration for re-provisioning")
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--topology", o.topology, "independent | campus")->check(CLI::IsMember({"independent", "campus"}));
   app.add_option("-s,--switches", o.switches, "independent switches (cbench -s)")->check(CLI::Range(1u, 100000u));
   app.add_option("-M,--macs-per-switch", o.macs_per_switch, "hosts per independent switch (cbench -M)")
@@ -112,6 +142,14 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "random seed (0 = random)");
   app.add_flag("-q,--quiet", o.quiet, "no progress lines on stderr");
   CLI11_PARSE(app, argc, argv);
+  if (failover) o.mode = "failover";
+  for (size_t b = 0; !controllers.empty() && b <= controllers.size();) {
+    size_t e = controllers.find(',', b);
+    if (e == std::string::npos) e = controllers.size();
+    if (e > b) o.controllers.push_back(controllers.substr(b, e - b));
+    b = e + 1;
+  }
+  if (!o.controllers.empty()) o.controller = controllers;  // the JSON's "controller": the whole list
   try {
     sdn::ofbench::Bench bench(o);
     const nlohmann::json j = bench.run();

@@ -113,6 +113,11 @@ nlohmann::json Bench::switch_totals() const {
     t.bytes_in += c.bytes_in;
     t.bytes_out += c.bytes_out;
     t.reconnects += c.reconnects;
+    t.role_requests += c.role_requests;
+    t.role_stale += c.role_stale;
+    t.role_bad += c.role_bad;
+    t.slave_writes_refused += c.slave_writes_refused;
+    t.packet_ins_undelivered += c.packet_ins_undelivered;
     flows += s->table().size();
     flows_max = std::max<uint64_t>(flows_max, s->table().size());
     connected += s->connected() ? 1 : 0;
@@ -127,6 +132,10 @@ nlohmann::json Bench::switch_totals() const {
           {"decode_errors", t.decode_errors},     {"bytes_from_controller", t.bytes_in},
           {"bytes_to_controller", t.bytes_out},   {"reconnects", t.reconnects},
           {"flows_installed", flows},
+          {"controllers", std::max<size_t>(1, o_.controllers.size())},
+          {"role_requests", t.role_requests},     {"role_stale_refused", t.role_stale},
+          {"role_bad_refused", t.role_bad},       {"slave_writes_refused", t.slave_writes_refused},
+          {"packet_ins_undelivered", t.packet_ins_undelivered},
           {"flow_table_max", flows_max},          {"last_disconnect", last_disconnect_}};
 }
 
@@ -204,6 +213,12 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
                  {"warmup_s", o_.warmup_s}, {"window", o_.window}, {"timeout_ms", o_.timeout_ms},
                  {"no_buffer", o_.no_buffer}, {"malformed", o_.malformed}, {"dos_rate", o_.dos_rate}, {"dos_port", o_.dos_port},
                  {"lambda", o_.lambda}, {"pairs_window", o_.pairs_window}, {"seed", o_.seed}};
+  if (!o_.controllers.empty()) {
+    j["config"]["controllers"] = o_.controllers;
+    j["config"]["rate"] = o_.rate;
+    j["config"]["kill_at_s"] = o_.kill_at_s;
+    j["config"]["kill_cmd"] = o_.kill_cmd;
+  }
   j["duration_s"] = t_end - t_begin;
 
   std::vector<double> lat;

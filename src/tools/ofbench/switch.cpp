@@ -32,140 +32,177 @@ uint64_t frame_hash(std::span<const uint8_t> b) {  // FNV-1a: correlation, not s
 }  // namespace
 
 EmuSwitch::EmuSwitch(Bench& bench, asio::io_context& io, uint32_t index, uint64_t dpid)
-    : bench_(bench), io_(io), sock_(io), index_(index), dpid_(dpid),
-      table_(bench.options().max_flows_per_switch) {
-  in_.resize(256 * 1024);
-}
+    : bench_(bench), io_(io), index_(index), dpid_(dpid), table_(bench.options().max_flows_per_switch) {}
 
 EmuSwitch::~EmuSwitch() { close(); }
 
-void EmuSwitch::connect(const asio::ip::tcp::endpoint& ep) {
-  ep_ = ep;
+void EmuSwitch::connect(const std::vector<asio::ip::tcp::endpoint>& eps) {
   closing_ = false;
-  const uint64_t gen = ++gen_;
-  sock_.async_connect(ep, [this, gen](const asio::error_code& ec) {
-    if (gen != gen_) return;
+  for (size_t i = ch_.size(); i < eps.size(); ++i) {
+    ch_.push_back(std::make_unique<Channel>(io_, i));
+    ch_.back()->in.resize(256 * 1024);
+  }
+  roles_ = SwitchRoles(ch_.size());
+  for (size_t i = 0; i < eps.size(); ++i) {
+    ch_[i]->ep = eps[i];
+    connect(*ch_[i]);
+  }
+}
+
+void EmuSwitch::connect(Channel& c) {
+  const uint64_t gen = ++c.gen;
+  c.sock.async_connect(c.ep, [this, &c, gen](const asio::error_code& ec) {
+    if (gen != c.gen) return;
     if (ec) {
-      lost("connect: " + ec.message());
+      lost(c, "connect: " + ec.message());
       return;
     }
     asio::error_code ignore;
-    sock_.set_option(asio::ip::tcp::no_delay(true), ignore);
+    c.sock.set_option(asio::ip::tcp::no_delay(true), ignore);
     if (asio::ssl::context* ctx = bench_.tls()) {
-      tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(sock_, *ctx);
-      tls_->async_handshake(asio::ssl::stream_base::client, [this, gen](const asio::error_code& hec) {
-        if (gen != gen_) return;
+      c.tls = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(c.sock, *ctx);
+      c.tls->async_handshake(asio::ssl::stream_base::client, [this, &c, gen](const asio::error_code& hec) {
+        if (gen != c.gen) return;
         if (hec) {
-          lost("TLS handshake: " + hec.message());
+          lost(c, "TLS handshake: " + hec.message());
           return;
         }
-        connected_ = true;
-        send(next_xid_++, ofp::Hello{});
-        read_more();
+        c.connected = c.ever_up = true;
+        send(c, next_xid_++, ofp::Hello{});
+        read_more(c);
       });
       return;
     }
-    connected_ = true;
-    send(next_xid_++, ofp::Hello{});
-    read_more();
+    c.connected = c.ever_up = true;
+    send(c, next_xid_++, ofp::Hello{});
+    read_more(c);
   });
 }
 
-// The session is gone (peer closed, error, framing): like Open vSwitch, keep the flow table
-// and try again after a second, when the bench allows it.
-void EmuSwitch::lost(const std::string& why) {
+bool EmuSwitch::connected() const {
+  for (const auto& c : ch_)
+    if (c->connected) return true;
+  return false;
+}
+bool EmuSwitch::connected(size_t ch) const { return ch < ch_.size() && ch_[ch]->connected; }
+bool EmuSwitch::ready(size_t ch) const { return ch < ch_.size() && ch_[ch]->connected && ch_[ch]->handshaken; }
+
+double EmuSwitch::last_echo_rtt_ms() const { return ch_.empty() ? -1 : ch_[0]->echo_rtt_ms; }
+
+// A channel is gone (peer closed, error, framing): like Open vSwitch, keep the flow table and try
+// again after a second, when the bench allows it. Its role is forgotten (a new connection starts
+// EQUAL); the buffers go when no controller is left.
+void EmuSwitch::lost(Channel& c, const std::string& why) {
   if (closing_) return;
-  ++gen_;  // handlers of the old socket see a new generation and stop
-  const bool was_up = connected_;
-  connected_ = false;
+  ++c.gen;  // handlers of the old socket see a new generation and stop
+  const bool was_up = c.connected;
+  const CtlRole role = roles_.role(c.index);
+  c.connected = false;
+  c.handshaken = false;
   asio::error_code ignore;
-  sock_.close(ignore);
-  in_len_ = 0;
-  out_.clear();
-  write_pending_ = false;
-  buffers_.clear();
-  buffer_order_.clear();
-  by_data_.clear();
+  c.sock.close(ignore);
+  c.in_len = 0;
+  c.out.clear();
+  c.write_pending = false;
+  roles_.reset(c.index);
+  if (!connected()) {
+    buffers_.clear();
+    buffer_order_.clear();
+    by_data_.clear();
+  }
   bench_.on_disconnect(*this, why);
-  if (!bench_.reconnect() || (!was_up && !features_sent_)) return;  // never came up: no retry
+  if (was_up) bench_.on_channel_lost(*this, c.index, role);
+  if (!bench_.reconnect() || !c.ever_up) return;  // never came up: no retry
   ++c_.reconnects;
   auto t = std::make_shared<asio::steady_timer>(io_, std::chrono::seconds(1));
-  t->async_wait([this, t, gen = gen_](const asio::error_code& ec) {
-    if (!ec && gen == gen_ && !closing_) {
-      sock_ = asio::ip::tcp::socket(io_);
-      connect(ep_);
+  t->async_wait([this, &c, t, gen = c.gen](const asio::error_code& ec) {
+    if (!ec && gen == c.gen && !closing_) {
+      c.sock = asio::ip::tcp::socket(io_);
+      connect(c);
     }
   });
 }
 
 void EmuSwitch::close() {
   closing_ = true;
-  ++gen_;
-  asio::error_code ignore;
-  if (sock_.is_open()) sock_.close(ignore);
-  connected_ = false;
+  for (auto& c : ch_) {
+    ++c->gen;
+    asio::error_code ignore;
+    if (c->sock.is_open()) c->sock.close(ignore);
+    c->connected = false;
+  }
 }
 
-void EmuSwitch::send(uint32_t xid, ofp::Body body) {
-  const size_t before = out_.size();
-  if (!ofp::encode(xid, std::move(body), out_)) return;
-  c_.bytes_out += out_.size() - before;
-  flush();
+void EmuSwitch::send(Channel& c, uint32_t xid, ofp::Body body) {
+  const size_t before = c.out.size();
+  if (!ofp::encode(xid, std::move(body), c.out)) return;
+  c_.bytes_out += c.out.size() - before;
+  flush(c);
 }
 
-void EmuSwitch::send_bytes(const Bytes& b) {
-  out_.insert(out_.end(), b.begin(), b.end());
+void EmuSwitch::send_async(const ofp::Body& body) {
+  for (auto& c : ch_)
+    if (c->connected && roles_.gets_async(c->index)) send(*c, 0, body);
+}
+
+void EmuSwitch::send_bytes(Channel& c, const Bytes& b) {
+  c.out.insert(c.out.end(), b.begin(), b.end());
   c_.bytes_out += b.size();
-  flush();
+  flush(c);
 }
 
-size_t EmuSwitch::backlog() const { return out_.size() + writing_.size(); }
+size_t EmuSwitch::backlog() const {
+  size_t n = 0;
+  for (const auto& c : ch_) n += c->out.size() + c->writing.size();
+  return n;
+}
 
-void EmuSwitch::flush() {
-  if (write_pending_ || out_.empty() || !connected_) return;
-  writing_.swap(out_);
-  out_.clear();
-  write_pending_ = true;
-  auto done = [this, gen = gen_](const asio::error_code& ec, size_t) {
-    if (gen != gen_) return;  // the socket it wrote to is gone
-    write_pending_ = false;
-    writing_.clear();
+void EmuSwitch::flush(Channel& c) {
+  if (c.write_pending || c.out.empty() || !c.connected) return;
+  c.writing.swap(c.out);
+  c.out.clear();
+  c.write_pending = true;
+  auto done = [this, &c, gen = c.gen](const asio::error_code& ec, size_t) {
+    if (gen != c.gen) return;  // the socket it wrote to is gone
+    c.write_pending = false;
+    c.writing.clear();
     if (ec) {
-      lost("write: " + ec.message());
+      lost(c, "write: " + ec.message());
       return;
     }
-    flush();
+    flush(c);
   };
-  if (tls_) asio::async_write(*tls_, asio::buffer(writing_), std::move(done));
-  else asio::async_write(sock_, asio::buffer(writing_), std::move(done));
+  if (c.tls) asio::async_write(*c.tls, asio::buffer(c.writing), std::move(done));
+  else asio::async_write(c.sock, asio::buffer(c.writing), std::move(done));
 }
 
-void EmuSwitch::read_more() {
-  if (in_len_ == in_.size()) in_.resize(in_.size() * 2);
-  auto done = [this, gen = gen_](const asio::error_code& ec, size_t n) {
-    if (gen != gen_) return;
+void EmuSwitch::read_more(Channel& c) {
+  if (c.in_len == c.in.size()) c.in.resize(c.in.size() * 2);
+  auto done = [this, &c, gen = c.gen](const asio::error_code& ec, size_t n) {
+    if (gen != c.gen) return;
     if (ec) {
-      lost("read: " + ec.message());
+      lost(c, "read: " + ec.message());
       return;
     }
-    on_bytes(n);
-    if (connected_) read_more();
+    on_bytes(c, n);
+    if (c.connected) read_more(c);
   };
-  const auto buf = asio::buffer(in_.data() + in_len_, in_.size() - in_len_);
-  if (tls_) tls_->async_read_some(buf, std::move(done));
-  else sock_.async_read_some(buf, std::move(done));
+  const auto buf = asio::buffer(c.in.data() + c.in_len, c.in.size() - c.in_len);
+  if (c.tls) c.tls->async_read_some(buf, std::move(done));
+  else c.sock.async_read_some(buf, std::move(done));
 }
 
-void EmuSwitch::on_bytes(size_t n) {
-  in_len_ += n;
+void EmuSwitch::on_bytes(Channel& c, size_t n) {
+  c.in_len += n;
   c_.bytes_in += n;
   size_t off = 0;
-  while (in_len_ - off >= ofp::kHeaderLen) {
-    std::span<const uint8_t> rest(in_.data() + off, in_len_ - off);
+  const uint64_t gen = c.gen;
+  while (c.in_len - off >= ofp::kHeaderLen) {
+    std::span<const uint8_t> rest(c.in.data() + off, c.in_len - off);
     auto h = ofp::decode_header(rest);
     if (!h) {  // framing error: nothing after it can be trusted (STYLE.md: close)
       ++c_.decode_errors;
-      lost("framing error from the controller");
+      lost(c, "framing error from the controller");
       return;
     }
     if (rest.size() < h->length) break;
@@ -173,17 +210,17 @@ void EmuSwitch::on_bytes(size_t n) {
     auto m = ofp::decode(raw);
     if (!m) {
       ++c_.decode_errors;
-      send_error(m.error().ofp_type, m.error().ofp_code, raw);
+      send_error(c, m.error().ofp_type, m.error().ofp_code, raw);
     } else {
-      handle(*m, raw);
+      handle(c, *m, raw);
     }
     off += h->length;
-    if (!connected_) return;
+    if (!c.connected || gen != c.gen) return;
   }
   classify_proactive();
   if (off > 0) {
-    std::memmove(in_.data(), in_.data() + off, in_len_ - off);
-    in_len_ -= off;
+    std::memmove(c.in.data(), c.in.data() + off, c.in_len - off);
+    c.in_len -= off;
   }
 }
 
@@ -197,7 +234,7 @@ void EmuSwitch::classify_proactive() {
   read_session_dsts_.clear();
 }
 
-void EmuSwitch::send_error(uint16_t type, uint16_t code, std::span<const uint8_t> offending) {
+void EmuSwitch::send_error(Channel& c, uint16_t type, uint16_t code, std::span<const uint8_t> offending) {
   ofp::ErrorMsg e;
   e.type = type;
   e.code = code;
@@ -205,16 +242,25 @@ void EmuSwitch::send_error(uint16_t type, uint16_t code, std::span<const uint8_t
   e.data.assign(offending.begin(), offending.begin() + static_cast<std::ptrdiff_t>(n));
   uint32_t xid = 0;
   if (offending.size() >= 8) xid = pkt::load_be32(offending, 4);
-  send(xid, std::move(e));
+  send(c, xid, std::move(e));
 }
 
-void EmuSwitch::handle(const ofp::Message& m, std::span<const uint8_t> raw) {
+void EmuSwitch::handle(Channel& c, const ofp::Message& m, std::span<const uint8_t> raw) {
+  // 6.3.6: a SLAVE may not change the switch; its writes are refused and not applied.
+  const bool write = std::holds_alternative<ofp::FlowMod>(m.body) || std::holds_alternative<ofp::PacketOut>(m.body) ||
+                     std::holds_alternative<ofp::GroupMod>(m.body) || std::holds_alternative<ofp::MeterMod>(m.body);
+  if (write && !roles_.may_modify(c.index)) {
+    ++c_.slave_writes_refused;
+    send_error(c, ofp::err::kBadRequest, role_err::kBrcIsSlave, raw);
+    bench_.on_slave_write(*this, c.index);
+    return;
+  }
   std::visit(
       [&](const auto& b) {
         using T = std::decay_t<decltype(b)>;
         if constexpr (std::is_same_v<T, ofp::Hello>) {
           if (b.version_bitmap != 0 && (b.version_bitmap & (1u << ofp::kVersion)) == 0) {
-            send_error(ofp::err::kHelloFailed, ofp::err::kHelloIncompatible, raw);
+            send_error(c, ofp::err::kHelloFailed, ofp::err::kHelloIncompatible, raw);
             bench_.on_disconnect(*this, "controller does not speak OpenFlow 1.3");
             close();  // no retry: it will not learn 1.3 in a second
           }
@@ -224,39 +270,39 @@ void EmuSwitch::handle(const ofp::Message& m, std::span<const uint8_t> raw) {
           r.n_buffers = bench_.options().no_buffer ? 0 : kBuffers;
           r.n_tables = 254;
           r.capabilities = kCapabilities;
-          send(m.xid, r);
+          send(c, m.xid, r);
+          const bool first_on_channel = !c.handshaken;
+          c.handshaken = true;
           if (!features_sent_) {
             features_sent_ = true;
             handshake_s_ = bench_.now_s();
             bench_.on_ready(*this);
           }
+          if (first_on_channel) bench_.on_channel_ready(*this, c.index);
         } else if constexpr (std::is_same_v<T, ofp::GetConfigRequest>) {
-          send(m.xid, ofp::GetConfigReply{config_});
+          send(c, m.xid, ofp::GetConfigReply{c.config});
         } else if constexpr (std::is_same_v<T, ofp::SetConfig>) {
-          config_ = b.config;
+          c.config = b.config;  // per connection (miss_send_len), as Open vSwitch does
         } else if constexpr (std::is_same_v<T, ofp::EchoRequest>) {
           ++c_.echo_requests;
-          send(m.xid, ofp::EchoReply{b.data});
+          send(c, m.xid, ofp::EchoReply{b.data});
         } else if constexpr (std::is_same_v<T, ofp::EchoReply>) {
           ++c_.echo_replies;
-          if (echo_sent_s_ >= 0) echo_rtt_ms_ = (bench_.now_s() - echo_sent_s_) * 1e3;
-          echo_sent_s_ = -1;
+          if (c.echo_sent_s >= 0) c.echo_rtt_ms = (bench_.now_s() - c.echo_sent_s) * 1e3;
+          c.echo_sent_s = -1;
         } else if constexpr (std::is_same_v<T, ofp::BarrierRequest>) {
           ++c_.barriers;  // everything before it is already applied: we are synchronous
-          send(m.xid, ofp::BarrierReply{});
+          send(c, m.xid, ofp::BarrierReply{});
         } else if constexpr (std::is_same_v<T, ofp::RoleRequest>) {
-          ofp::RoleReply r;
-          r.role = b.role;
-          if (r.role.role == 0) r.role.role = 1;  // NOCHANGE: we are EQUAL
-          send(m.xid, r);
+          handle_role(c, m.xid, b, raw);
         } else if constexpr (std::is_same_v<T, ofp::MultipartRequest>) {
           ++c_.multiparts;
-          handle_multipart(m.xid, b);
+          handle_multipart(c, m.xid, b);
         } else if constexpr (std::is_same_v<T, ofp::FlowMod>) {
-          handle_flow_mod(m.xid, b, raw);
+          handle_flow_mod(c, m.xid, b, raw);
         } else if constexpr (std::is_same_v<T, ofp::PacketOut>) {
           ++c_.packet_outs;
-          handle_packet_out(b);
+          handle_packet_out(c, b);
         } else if constexpr (std::is_same_v<T, ofp::ErrorMsg>) {
           ++c_.errors_received;
         } else {
@@ -266,10 +312,29 @@ void EmuSwitch::handle(const ofp::Message& m, std::span<const uint8_t> raw) {
       m.body);
 }
 
+// ROLE_REQUEST (7.3.9, 6.3.6): answered with ROLE_REPLY, or OFPET_ROLE_REQUEST_FAILED when the
+// generation is stale or the role unknown. A new MASTER demotes the old one to SLAVE (no message:
+// ROLE_STATUS is OpenFlow 1.4).
+void EmuSwitch::handle_role(Channel& c, uint32_t xid, const ofp::RoleRequest& r, std::span<const uint8_t> raw) {
+  ++c_.role_requests;
+  const SwitchRoles::Answer a = roles_.request(c.index, r.role.role, r.role.generation_id);
+  if (!a.ok) {
+    ++(a.error_code == role_err::kStale ? c_.role_stale : c_.role_bad);
+    send_error(c, role_err::kRoleRequestFailed, a.error_code, raw);
+    bench_.on_role(*this, c.index, static_cast<CtlRole>(r.role.role), r.role.generation_id, false);
+    return;
+  }
+  ofp::RoleReply rep;
+  rep.role.role = static_cast<uint32_t>(a.role);
+  rep.role.generation_id = a.generation;
+  send(c, xid, rep);
+  bench_.on_role(*this, c.index, a.role, r.role.generation_id, true);
+}
+
 // A multipart reply in parts of `per` items, OFPMPF_REPLY_MORE on all but the last (7.3.5):
 // a switch with thousands of ports or flows cannot answer in one 64 KiB message.
 template <class Item>
-void EmuSwitch::send_parts(uint32_t xid, ofp::MultipartType type, std::vector<Item> items, size_t per) {
+void EmuSwitch::send_parts(Channel& c, uint32_t xid, ofp::MultipartType type, std::vector<Item> items, size_t per) {
   size_t i = 0;
   do {
     const size_t end = std::min(items.size(), i + per);
@@ -278,12 +343,12 @@ void EmuSwitch::send_parts(uint32_t xid, ofp::MultipartType type, std::vector<It
     part.flags = end < items.size() ? ofp::kMultipartMore : 0;
     part.body = std::vector<Item>(std::make_move_iterator(items.begin() + static_cast<std::ptrdiff_t>(i)),
                                   std::make_move_iterator(items.begin() + static_cast<std::ptrdiff_t>(end)));
-    send(xid, std::move(part));
+    send(c, xid, std::move(part));
     i = end;
   } while (i < items.size());
 }
 
-void EmuSwitch::handle_multipart(uint32_t xid, const ofp::MultipartRequest& r) {
+void EmuSwitch::handle_multipart(Channel& c, uint32_t xid, const ofp::MultipartRequest& r) {
   using MT = ofp::MultipartType;
   ofp::MultipartReply rep;
   rep.type = r.type;
@@ -303,7 +368,7 @@ void EmuSwitch::handle_multipart(uint32_t xid, const ofp::MultipartRequest& r) {
         port.curr_speed = port.max_speed = 10'000'000;                 // kbps
         ports.push_back(std::move(port));
       }
-      send_parts(xid, MT::kPortDesc, std::move(ports), kPortsPerReply);
+      send_parts(c, xid, MT::kPortDesc, std::move(ports), kPortsPerReply);
       return;
     }
     case MT::kFlow:
@@ -339,7 +404,7 @@ void EmuSwitch::handle_multipart(uint32_t xid, const ofp::MultipartRequest& r) {
         rep.body = agg;
         break;
       }
-      send_parts(xid, MT::kFlow, std::move(all), kFlowStatsPerReply);
+      send_parts(c, xid, MT::kFlow, std::move(all), kFlowStatsPerReply);
       return;
     }
     case MT::kTable: {
@@ -356,20 +421,20 @@ void EmuSwitch::handle_multipart(uint32_t xid, const ofp::MultipartRequest& r) {
         s.port_no = p;
         st.push_back(s);
       }
-      send_parts(xid, MT::kPortStats, std::move(st), kPortsPerReply);
+      send_parts(c, xid, MT::kPortStats, std::move(st), kPortsPerReply);
       return;
     }
     default: {
       Bytes req;
       (void)ofp::encode(xid, r, req);
-      send_error(ofp::err::kBadRequest, ofp::err::kBrcBadMultipart, req);
+      send_error(c, ofp::err::kBadRequest, ofp::err::kBrcBadMultipart, req);
       return;
     }
   }
-  send(xid, std::move(rep));
+  send(c, xid, std::move(rep));
 }
 
-void EmuSwitch::handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<const uint8_t> raw) {
+void EmuSwitch::handle_flow_mod(Channel& c, uint32_t xid, const ofp::FlowMod& fm, std::span<const uint8_t> raw) {
   (void)xid;
   ++c_.flow_mods;
   const double t = bench_.now_s();
@@ -391,12 +456,12 @@ void EmuSwitch::handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<
   std::vector<ofp::FlowRemoved> removed;
   if (auto rej = table_.apply(fm, emu::Clock::now(), removed)) {
     ++c_.flow_mods_rejected;
-    send_error(rej->type, rej->code, raw);
+    send_error(c, rej->type, rej->code, raw);
     return;
   }
   for (auto& fr : removed) {
     ++c_.flow_removed;
-    send(0, std::move(fr));
+    send_async(std::move(fr));
   }
   if (proactive) {
     pending_proactive_.push_back({fm.match.get(ofp::OxmField::kIpv4Dst), fm.priority, t});
@@ -409,7 +474,7 @@ void EmuSwitch::handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<
   auto it = buffers_.find(fm.buffer_id);
   if (it == buffers_.end()) {
     ++c_.buffer_unknown;
-    send_error(ofp::err::kBadRequest, kBrcBufferUnknown, raw);
+    send_error(c, ofp::err::kBadRequest, kBrcBufferUnknown, raw);
     return;
   }
   Buffered b = std::move(it->second);
@@ -418,7 +483,7 @@ void EmuSwitch::handle_flow_mod(uint32_t xid, const ofp::FlowMod& fm, std::span<
   lookup_and_run(b.in_port, b.frame, 0);  // the buffered packet goes through the pipeline
 }
 
-void EmuSwitch::handle_packet_out(const ofp::PacketOut& po) {
+void EmuSwitch::handle_packet_out(Channel& c, const ofp::PacketOut& po) {
   const double t = bench_.now_s();
   Bytes frame;
   if (po.buffer_id != ofp::kNoBuffer) {
@@ -427,7 +492,7 @@ void EmuSwitch::handle_packet_out(const ofp::PacketOut& po) {
       ++c_.buffer_unknown;
       Bytes raw;
       (void)ofp::encode(0, po, raw);
-      send_error(ofp::err::kBadRequest, kBrcBufferUnknown, raw);
+      send_error(c, ofp::err::kBadRequest, kBrcBufferUnknown, raw);
       return;
     }
     frame = std::move(it->second.frame);
@@ -505,23 +570,40 @@ uint32_t EmuSwitch::buffer(uint32_t in_port, const Bytes& frame, uint32_t event)
   return id;
 }
 
-void EmuSwitch::packet_in(uint32_t in_port, const Bytes& frame, uint32_t event, uint8_t reason) {
-  if (!connected_) return;
-  ++c_.packet_ins;
-  ofp::PacketIn pin;
-  // OFPCML_NO_BUFFER (7.3.2) or a switch without buffers: the whole frame, no buffer.
-  const bool whole = bench_.options().no_buffer || config_.miss_send_len == ofp::kControllerMaxLenNoBuffer;
-  pin.buffer_id = whole ? ofp::kNoBuffer : buffer(in_port, frame, event);
-  pin.total_len = static_cast<uint16_t>(frame.size());
-  pin.reason = reason;
-  pin.match.set(ofp::OxmField::kInPort, in_port);
-  const size_t n = whole ? frame.size() : std::min<size_t>(frame.size(), config_.miss_send_len);
-  pin.data = std::span<const uint8_t>(frame.data(), n);
-  if (whole && event != 0) {
-    if (by_data_.size() >= kByDataCap) by_data_.clear();  // old, unanswered: the bench timed them out
-    by_data_[frame_hash(frame)] = event;
+bool EmuSwitch::packet_in(uint32_t in_port, const Bytes& frame, uint32_t event, uint8_t reason) {
+  // One PacketIn per MASTER/EQUAL channel (7.3.10's default asynchronous configuration); a
+  // buffered packet is buffered once, whichever controller releases it.
+  uint32_t buffer_id = ofp::kNoBuffer;
+  bool sent = false;
+  for (auto& cp : ch_) {
+    Channel& c = *cp;
+    if (!c.connected || !roles_.gets_async(c.index)) continue;
+    ofp::PacketIn pin;
+    // OFPCML_NO_BUFFER (7.3.2) or a switch without buffers: the whole frame, no buffer.
+    const bool whole = bench_.options().no_buffer || c.config.miss_send_len == ofp::kControllerMaxLenNoBuffer;
+    if (!whole && buffer_id == ofp::kNoBuffer) buffer_id = buffer(in_port, frame, event);
+    pin.buffer_id = whole ? ofp::kNoBuffer : buffer_id;
+    pin.total_len = static_cast<uint16_t>(frame.size());
+    pin.reason = reason;
+    pin.match.set(ofp::OxmField::kInPort, in_port);
+    const size_t n = whole ? frame.size() : std::min<size_t>(frame.size(), c.config.miss_send_len);
+    pin.data = std::span<const uint8_t>(frame.data(), n);
+    if (whole && event != 0) {
+      if (by_data_.size() >= kByDataCap) by_data_.clear();  // old, unanswered: the bench timed them out
+      by_data_[frame_hash(frame)] = event;
+    }
+    if (!sent) ++c_.packet_ins;
+    sent = true;
+    send(c, 0, std::move(pin));
   }
-  send(0, std::move(pin));
+  if (!sent && connected()) ++c_.packet_ins_undelivered;
+  return sent;
+}
+
+EmuSwitch::Channel* EmuSwitch::first_async_channel() {
+  for (auto& c : ch_)
+    if (c->connected && roles_.gets_async(c->index)) return c.get();
+  return nullptr;
 }
 
 void EmuSwitch::send_malformed(uint32_t which) {
@@ -552,12 +634,13 @@ void EmuSwitch::send_malformed(uint32_t which) {
       b[31] = 0x40;
       break;
   }
-  send_bytes(b);
+  if (Channel* c = first_async_channel()) send_bytes(*c, b);
 }
 
-void EmuSwitch::echo_request() {
-  echo_sent_s_ = bench_.now_s();
-  send(next_xid_++, ofp::EchoRequest{});
+void EmuSwitch::echo_request() {  // on the first channel (sessions mode: one controller)
+  if (ch_.empty() || !ch_[0]->connected) return;
+  ch_[0]->echo_sent_s = bench_.now_s();
+  send(*ch_[0], next_xid_++, ofp::EchoRequest{});
 }
 
 void EmuSwitch::expire(emu::Clock::time_point now) {
@@ -565,7 +648,7 @@ void EmuSwitch::expire(emu::Clock::time_point now) {
   table_.expire(now, removed);
   for (auto& fr : removed) {
     ++c_.flow_removed;
-    send(0, std::move(fr));
+    send_async(std::move(fr));
   }
 }
 

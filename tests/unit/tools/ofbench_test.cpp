@@ -1,11 +1,13 @@
 // ofbench's pure pieces: the emulated hosts' DNS client against the controller's DNS
-// encoder, /proc/<pid>/stat parsing, and the latency statistics.
+// encoder, /proc/<pid>/stat parsing, the latency statistics, and the emulated switches'
+// controller roles (OpenFlow 1.3.5 6.3.6).
 #include <gtest/gtest.h>
 
 #include "pkt/addr.hpp"
 #include "pkt/dns.hpp"
 #include "tools/ofbench/bench.hpp"
 #include "tools/ofbench/procstat.hpp"
+#include "tools/ofbench/roles.hpp"
 
 namespace sdn::ofbench {
 namespace {
@@ -92,6 +94,90 @@ TEST(OfbenchStats, NearestRankPercentiles) {
   auto empty = stats_json({});
   EXPECT_EQ(empty["count"], 0);
   EXPECT_TRUE(empty["p99"].is_null());
+}
+
+// ---- switch-side roles (OpenFlow 1.3.5 6.3.6, 7.3.9) ------------------------------------------
+
+constexpr uint32_t kNoChange = 0, kEqual = 1, kMaster = 2, kSlave = 3;
+
+TEST(OfbenchRoles, ChannelsStartEqualAndGetAsync) {
+  SwitchRoles r(3);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r.role(i), CtlRole::kEqual);
+    EXPECT_TRUE(r.gets_async(i));
+    EXPECT_TRUE(r.may_modify(i));
+  }
+  EXPECT_FALSE(r.master());
+  EXPECT_FALSE(r.generation_defined());
+  // NOCHANGE only asks: the reply says EQUAL, and an undefined generation reads as all ones.
+  auto a = r.request(1, kNoChange, 42);
+  EXPECT_TRUE(a.ok);
+  EXPECT_EQ(a.role, CtlRole::kEqual);
+  EXPECT_EQ(a.generation, UINT64_MAX);
+  EXPECT_FALSE(r.generation_defined());
+}
+
+TEST(OfbenchRoles, MasterDemotesThePreviousMaster) {
+  SwitchRoles r(3);
+  auto a = r.request(0, kMaster, 1);
+  ASSERT_TRUE(a.ok);
+  EXPECT_EQ(a.role, CtlRole::kMaster);
+  EXPECT_EQ(a.generation, 1u);
+  EXPECT_FALSE(a.demoted);
+  ASSERT_TRUE(r.request(1, kSlave, 1).ok);
+  EXPECT_FALSE(r.gets_async(1));   // a SLAVE gets no PacketIn
+  EXPECT_FALSE(r.may_modify(1));   // and may not write (OFPBRC_IS_SLAVE)
+  EXPECT_TRUE(r.gets_async(2));    // an EQUAL channel does both
+  auto b = r.request(1, kMaster, 2);
+  ASSERT_TRUE(b.ok);
+  ASSERT_TRUE(b.demoted);
+  EXPECT_EQ(*b.demoted, 0u);
+  EXPECT_EQ(r.role(0), CtlRole::kSlave);
+  EXPECT_EQ(r.role(1), CtlRole::kMaster);
+  EXPECT_EQ(*r.master(), 1u);
+  // NOCHANGE reports the current role and the switch's generation.
+  auto c = r.request(0, kNoChange, 0);
+  EXPECT_EQ(c.role, CtlRole::kSlave);
+  EXPECT_EQ(c.generation, 2u);
+}
+
+TEST(OfbenchRoles, StaleGenerationRefusedAndChangesNothing) {
+  SwitchRoles r(2);
+  ASSERT_TRUE(r.request(0, kMaster, 10).ok);
+  auto a = r.request(1, kMaster, 9);  // an older master wants the switch back
+  EXPECT_FALSE(a.ok);
+  EXPECT_EQ(a.error_code, role_err::kStale);
+  EXPECT_EQ(r.role(0), CtlRole::kMaster);
+  EXPECT_EQ(r.role(1), CtlRole::kEqual);
+  EXPECT_EQ(r.generation(), 10u);
+  EXPECT_FALSE(r.request(1, kSlave, 3).ok);  // SLAVE requests are fenced too
+  EXPECT_TRUE(r.request(1, kMaster, 10).ok);  // the same generation is not stale
+  EXPECT_TRUE(r.request(0, kEqual, 1).ok);    // EQUAL ignores the generation
+  EXPECT_EQ(r.role(0), CtlRole::kEqual);
+  EXPECT_EQ(r.generation(), 10u);
+}
+
+TEST(OfbenchRoles, GenerationDistanceWrapsAround) {
+  SwitchRoles r(2);
+  ASSERT_TRUE(r.request(0, kMaster, UINT64_MAX - 1).ok);
+  // distance(1, 2^64 - 2) = 3 as a signed 64-bit difference: newer, not stale.
+  EXPECT_TRUE(r.request(1, kMaster, 1).ok);
+  EXPECT_FALSE(r.request(0, kMaster, UINT64_MAX).ok);  // distance -2: stale
+}
+
+TEST(OfbenchRoles, BadRoleAndReset) {
+  SwitchRoles r(2);
+  auto a = r.request(0, 4, 1);
+  EXPECT_FALSE(a.ok);
+  EXPECT_EQ(a.error_code, role_err::kBadRole);
+  EXPECT_FALSE(r.generation_defined());
+  ASSERT_TRUE(r.request(0, kMaster, 7).ok);
+  r.reset(0);  // the master's connection closed: the next connection starts EQUAL
+  EXPECT_EQ(r.role(0), CtlRole::kEqual);
+  EXPECT_FALSE(r.master());
+  EXPECT_TRUE(r.generation_defined());  // the switch keeps the largest generation
+  EXPECT_FALSE(r.request(1, kMaster, 6).ok);
+  EXPECT_TRUE(r.request(1, kMaster, 8).ok);
 }
 
 }  // namespace
