@@ -73,6 +73,10 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
   c.recovery = cfg.get_bool(s, "recovery", c.recovery);
   c.session_lease = ms(cfg, s, "session_lease_ms", c.session_lease, 1000, 86'400'000);
   c.recovery_hold = ms(cfg, s, "recovery_hold_ms", c.recovery_hold, 0, 3'600'000);
+  c.cluster_poll = ms(cfg, s, "cluster_poll_ms", c.cluster_poll, 10, 10'000);
+  c.cluster_record_ttl = ms(cfg, s, "cluster_record_ttl_ms", c.cluster_record_ttl, 2000, 600'000);
+  c.cluster_pin_hold = ms(cfg, s, "cluster_pin_hold_ms", c.cluster_pin_hold, 0, 3'600'000);
+  c.cluster_pin_lag = ms(cfg, s, "cluster_pin_lag_ms", c.cluster_pin_lag, 0, 600'000);
   if (c.session_priority <= c.vip_priority)
     cfg.add_problem(p + ".session_priority: must be above vip_priority (session rules overlap the VIP rules)");
 

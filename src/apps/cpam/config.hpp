@@ -62,6 +62,16 @@ struct CpamConfig {
   bool recovery = true;
   std::chrono::milliseconds session_lease{60'000};
   std::chrono::milliseconds recovery_hold{10'000};
+  // Cluster mode only (a CpamService given a cluster; README "Cluster"): how often shard 0 looks
+  // for leadership changes and a new shared VIP state; the TTL of this instance's session and
+  // pin records in Redis (renewed every second); how long the leader still counts the pins of
+  // an instance whose record vanished (its switches' new masters adopt those sessions); and the
+  // extra time a Grace VIP stays past its accept window before the leader may reclaim it (a
+  // session bound at the window's last moment reaches the leader's view of pins within it).
+  std::chrono::milliseconds cluster_poll{100};
+  std::chrono::milliseconds cluster_record_ttl{5000};
+  std::chrono::milliseconds cluster_pin_hold{10'000};
+  std::chrono::milliseconds cluster_pin_lag{3000};
 
   uint32_t vip_ip(uint32_t index) const { return vip_base + 1 + index; }  // skips the network address
 };

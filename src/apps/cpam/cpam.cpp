@@ -39,7 +39,12 @@ uint64_t make_cookie(CookieKind k, unsigned shard, uint64_t id) {
 // ---- service -----------------------------------------------------------------------------
 
 CpamService::CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::Metrics* metrics)
-    : cfg_(std::move(cfg)),
+    : CpamService(std::move(cfg), std::move(due), metrics, std::shared_ptr<shared::Store>{}) {}
+
+CpamService::CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::Metrics* metrics,
+                         std::shared_ptr<shared::Store> store)
+    : store_(std::move(store)),
+      cfg_(std::move(cfg)),
       dir_(cfg_.hosts),
       table_(std::make_shared<VipTable>(cfg_.pool_size)),
       due_(std::move(due)) {
@@ -58,10 +63,49 @@ CpamService::CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::M
     }
   }
   recover();
+  if (store_ != nullptr) {
+    link_ = std::make_unique<shared::Link>(store_, cfg_, dir_);
+    // Session ids must not collide across instances (a switch's new master adopts the flows of
+    // another instance's sessions by id): a random boot number and a random start per shard.
+    boot_ = VipLifecycle::uniform(256);
+  }
 }
 
 CpamService::~CpamService() {
+  if (link_ != nullptr) link_->stop();
   if (samples_ != nullptr) std::fclose(samples_);
+}
+
+void CpamService::start_cluster() {
+  if (store_ == nullptr) return;
+  link_->start();
+  auto gen = leader_gen_;
+  store_->lead(
+      shared::kRole, [gen](uint64_t g) { gen->store(g, std::memory_order_release); },
+      [gen] { gen->store(0, std::memory_order_release); });
+}
+
+nlohmann::json CpamService::cluster_json() const {
+  if (store_ == nullptr) return nlohmann::json::object();
+  const auto lc = link_->counters();
+  return {{"instance", link_->instance()},
+          {"leading", leading() ? 1 : 0},
+          {"generation", leader_gen_->load()},
+          {"seq", shared_seq_.load()},
+          {"state_ready", state_ready_.load() ? 1 : 0},
+          {"fenced_refused", fenced_refused_.load()},
+          {"leader_gains", leader_gains_.load()},
+          {"leader_losses", leader_losses_.load()},
+          {"states_applied", states_applied_.load()},
+          {"shared_write_max_ms", static_cast<double>(shared_write_max_us_.load()) / 1000.0},
+          {"resync_deferred", resync_deferred_.load()},
+          {"remote_pinned", link_->remote_pinned()},
+          {"pins_fresh", link_->pins_fresh() ? 1 : 0},
+          {"writes", lc.writes},
+          {"write_errors", lc.write_errors},
+          {"polls", lc.polls},
+          {"states_read", lc.states_read},
+          {"bad_records", lc.bad_records}};
 }
 
 void CpamService::attach(unsigned shard, Cpam* inst) {
@@ -170,6 +214,7 @@ nlohmann::json CpamService::stats_json() const {
   j["recover_errors"] = recover_errors_.load();
   j["vips_sync_failed"] = vips_sync_failed_.load();
   j["vips_sync_max_ms"] = static_cast<double>(vips_sync_max_us_.load()) / 1000.0;
+  if (store_ != nullptr) j["cluster"] = cluster_json();
   return j;
 }
 

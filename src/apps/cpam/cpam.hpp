@@ -22,6 +22,7 @@
 #include <absl/container/flat_hash_map.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/cpam/cluster_state.hpp"
 #include "apps/cpam/config.hpp"
 #include "apps/cpam/recovery.hpp"
 #include "apps/cpam/vips.hpp"
@@ -68,7 +69,22 @@ class CpamService {
   // `due` produces network/cpam/** and consumes network/topology/**; `metrics` gets the
   // histograms cpam.rppt, cpam.rppt_rotating, cpam.rppt_quiet and cpam.setup_confirmed.
   CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::Metrics* metrics);
+  // Cluster mode (README "Cluster"): the rotation leader is elected through `cluster` and the
+  // state that must outlive an instance lives in its Redis. The cluster must be started by its
+  // owner (before or after); it must outlive nothing here (the service keeps a reference).
+  // Defined in cluster_store.cpp, built with sdnator_cluster.
+  CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::Metrics* metrics,
+              std::shared_ptr<cluster::Cluster> cluster);
+  // The same over any shared store (tests use a fake); a null store is the single-instance mode.
+  CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::Metrics* metrics,
+              std::shared_ptr<shared::Store> store);
   ~CpamService();
+
+  bool clustered() const { return store_ != nullptr; }
+  // Cluster mode: this instance leads the rotation (shard 0 acted on it), and the epoch it
+  // serves (the leader's, or the newest one a follower applied).
+  bool leading() const { return leading_.load(std::memory_order_acquire); }
+  nlohmann::json cluster_json() const;
 
   const CpamConfig& config() const { return cfg_; }
   const HostDirectory& hosts() const { return dir_; }
@@ -105,7 +121,20 @@ class CpamService {
   void write_samples(const std::vector<std::string>& lines);
   void record_rppt(Clock::time_point rx, const char* kind, bool rotating, Cpam* t);
   // Reloads the VIP states, epoch and live bindings from Data Archives (constructor; resync.cpp).
+  // In cluster mode only the VIP state (a fallback for the first leader when Redis has none);
+  // bindings come back from the switches' flows.
   void recover();
+  // Cluster mode: asks for the leadership and starts the worker (shard 0's engine_start).
+  void start_cluster();
+
+  std::shared_ptr<shared::Store> store_;
+  std::unique_ptr<shared::Link> link_;
+  // Set by the cluster's thread: the generation this instance leads with (0 = follower).
+  std::shared_ptr<std::atomic<uint64_t>> leader_gen_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::atomic<bool> leading_{false};
+  std::atomic<bool> state_ready_{false};  // a shared state was applied (or this instance leads)
+  std::atomic<uint64_t> fenced_refused_{0}, leader_gains_{0}, leader_losses_{0}, states_applied_{0};
+  std::atomic<uint64_t> shared_write_max_us_{0}, shared_seq_{0}, resync_deferred_{0};
 
   // What recover() found; the engine and the shards take their parts at on_start.
   struct Recovered {
@@ -245,7 +274,10 @@ class Cpam final : public southbound::App {
   std::vector<ofp::FlowMod> wanted_vip_rules(uint64_t dpid);
   void restore_sessions();
   void persist_sessions(Clock::time_point now, bool all = false);
-  void persist_vips(std::string_view phase, bool sync);
+  // False only when the cluster's fenced write was refused (then this instance no longer leads
+  // and the caller must not use what it was writing ahead of).
+  bool persist_vips(std::string_view phase, bool sync);
+  void run_resync(uint64_t dpid, std::vector<ofp::FlowStats> flows, Clock::time_point t0, int tries);
   std::vector<uint64_t> ended_;  // owned bindings ended since the last sessions record
   Clock::time_point hold_until_{};
   std::vector<uint64_t> down_;  // switches gone from the controller (switch_gone), until back  // after a reload: no quarantine, no expiry of reloaded bindings
@@ -261,6 +293,22 @@ class Cpam final : public southbound::App {
   void publish_mapping(const Snapshot& s);
   void publish_stats();
   void arm(Clock::duration d, void (Cpam::*step)());
+  // Engine timers (reclaim, stats): void once the engine stops (a leader deposed).
+  void arm_engine(Clock::duration d, void (Cpam::*step)());
+  // The engine from a lifecycle (reloaded or fresh): first snapshot, write-ahead, timers.
+  bool run_engine(std::unique_ptr<VipLifecycle> life, bool reloaded, std::string_view from);
+
+  // Cluster mode (rotation.cpp): shard 0 polls leadership and the shared state.
+  void cluster_poll();
+  void become_leader(uint64_t gen);
+  void step_down(const char* why);
+  void apply_shared(const shared::SharedVips& s);
+  bool write_shared(std::string_view phase);
+  uint64_t led_gen_ = 0;       // the generation the engine runs under (0: following)
+  uint64_t applied_seq_ = 0;   // the newest shared state applied while following
+  uint64_t write_seq_ = 0;     // the last seq written as leader
+  uint64_t engine_run_ = 0;    // engine timers carry it
+  Clock::time_point lead_retry_{};
   // Arms the next rotation; an earlier armed one is void (rotate-now, an interval change).
   void arm_tick(Clock::duration d);
   void preinstall_confirmed(uint64_t gen);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -52,12 +53,14 @@ void CpamService::recover() {
   recovered_.skipped = life->restore(*p, now, unix_now, next);
   recovered_.epoch = p->epoch;
 
-  // Bindings: every live one was archived within the last lease before the newest record.
+  // Bindings: every live one was archived within the last lease before the newest record. In a
+  // cluster several instances share these keys and their bindings outlive any one of them on the
+  // switches: the switches' masters adopt them from their flows instead.
   data::Query last;
   last.key = fmt::format("{}*@{}", recovery::kSessionsPrefix, app);
   last.latest = 1;
   auto newest = due_->get(last);
-  if (newest && !newest->empty()) {
+  if (store_ == nullptr && newest && !newest->empty()) {
     data::Query all;
     all.key = last.key;
     all.from_ns = newest->back().ts_ns - std::chrono::duration_cast<std::chrono::nanoseconds>(cfg_.session_lease).count();
@@ -104,12 +107,16 @@ void CpamService::recover() {
 // The engine's state, archived after each change that matters. `sync` waits for the commit: a
 // rotation's reservation is written ahead of any rule or DNS answer using it, so a crash can
 // never lose an allocation and a reloaded controller never hands the same VIP out twice.
-void Cpam::persist_vips(std::string_view phase, bool sync) {
-  if (!cfg_.recovery || !svc_->due_ || life_ == nullptr) return;
+bool Cpam::persist_vips(std::string_view phase, bool sync) {
+  if (life_ == nullptr) return true;
+  // Cluster: the shared state first (fenced: refused once another instance leads); the archive
+  // keeps its record as before.
+  if (svc_->clustered() && !write_shared(phase)) return false;
+  if (!cfg_.recovery || !svc_->due_) return true;
   auto p = life_->export_state(rt_->now(), unix_ms());
   p.boot = svc_->boot_;
   svc_->publish(recovery::kVipsKey, recovery::vips_to_json(p, svc_->dir_, phase), 0);
-  if (!sync) return;
+  if (!sync) return true;
   const auto t0 = Clock::now();
   if (!svc_->due_->sync(std::chrono::milliseconds(1000))) {
     svc_->vips_sync_failed_.fetch_add(1);
@@ -119,10 +126,29 @@ void Cpam::persist_vips(std::string_view phase, bool sync) {
   uint64_t m = svc_->vips_sync_max_us_.load();
   while (us > m && !svc_->vips_sync_max_us_.compare_exchange_weak(m, us)) {
   }
+  return true;
 }
 
 // This shard's bindings bound or due for renewal since the last record, and those that ended.
 void Cpam::persist_sessions(Clock::time_point now, bool all) {
+  if (svc_->clustered()) {
+    // Cluster: every owned binding and the VIPs they pin, renewed in Redis under this
+    // instance's id with a TTL (cluster_state.cpp); the archive log is not kept (its keys are
+    // shared by the instances, and a reload never reads it in a cluster).
+    nlohmann::json bound = nlohmann::json::array();
+    std::set<uint32_t> pins;
+    for (const auto& [id, key] : by_id_) {
+      auto it = sessions_.find(key);
+      if (it == sessions_.end()) continue;
+      const Binding& b = it->second;
+      pins.insert(b.vc);
+      pins.insert(b.vs);
+      bound.push_back(recovery::binding_to_json({b.id, b.proto, b.client, b.server, b.vc, b.vs, b.cport, b.sport}, svc_->dir_));
+    }
+    ended_.clear();
+    svc_->link_->put_sessions(shard_, std::move(bound), std::move(pins));
+    return;
+  }
   if (!cfg_.recovery || !svc_->due_) return;
   nlohmann::json bound = nlohmann::json::array();
   for (const auto& [id, key] : by_id_) {
@@ -143,6 +169,7 @@ void Cpam::restore_sessions() {
   // Ids of this run start past every earlier run's (boot in bits 36..43): a new session never
   // takes the cookie of a flow still installed from before.
   next_id_ = (svc_->boot_ & 0xff) << 36;
+  if (svc_->clustered()) next_id_ |= uint64_t{VipLifecycle::uniform(1u << 31)} << 4;  // unique across instances
   auto& rec = svc_->recovered_;
   const auto now = rt_->now();
   if (rec.reloaded) hold_until_ = now + cfg_.recovery_hold;
@@ -223,8 +250,24 @@ void Cpam::on_switch_up(SwitchContext& sw) {
                           err != nullptr ? "error" : "disconnected");
       return;
     }
-    if (!stopped_) resync(dpid, std::move(*acc), t0);
+    if (!stopped_) run_resync(dpid, std::move(*acc), t0, 0);
   });
+}
+
+// In a cluster, a switch taken over from another instance holds that instance's sessions: they
+// are judged against the VIP states, so the resync waits until this instance mirrors the
+// leader's table (or leads); judged against an empty table every one of them would be deleted.
+void Cpam::run_resync(uint64_t dpid, std::vector<ofp::FlowStats> flows, Clock::time_point t0, int tries) {
+  if (svc_->clustered() && !svc_->state_ready_.load(std::memory_order_acquire) && rt_ != nullptr) {
+    if (tries == 0) svc_->resync_deferred_.fetch_add(1);
+    if (tries % 50 == 49)
+      SDN_LOG_RATELIMITED(spdlog::level::warn, "cpam: switch {:016x}: resync waits for the shared VIP state", dpid);
+    rt_->call_after(shard_, cfg_.cluster_poll, [this, dpid, f = std::move(flows), t0, tries]() mutable {
+      if (!stopped_) run_resync(dpid, std::move(f), t0, tries + 1);
+    });
+    return;
+  }
+  resync(dpid, std::move(flows), t0);
 }
 
 recovery::VipExpect Cpam::expect_vip(uint64_t dpid, uint32_t vip) {

@@ -8,6 +8,7 @@
 // cooperative: the same steps, but the loop runs to completion on the only thread, sleeping
 // through the batch delays (the paper's Ryu port), and its FlowMods share the reactive lane.
 // With yield_between_batches the loop returns to the event loop between batches instead.
+#include <map>
 #include <thread>
 
 #include <fmt/format.h>
@@ -38,56 +39,235 @@ void Cpam::arm(Clock::duration d, void (Cpam::*step)()) {
   });
 }
 
+void Cpam::arm_engine(Clock::duration d, void (Cpam::*step)()) {
+  if (rt_ == nullptr || stopped_) return;
+  const uint64_t run = engine_run_;
+  rt_->call_after(shard_, d, [this, step, run] {
+    if (!stopped_ && run == engine_run_) (this->*step)();
+  });
+}
+
 void Cpam::engine_start() {
+  if (svc_->clustered()) {
+    // A follower until the cluster names this instance the rotation leader (cluster_poll).
+    svc_->start_cluster();
+    arm(cfg_.cluster_poll, &Cpam::cluster_poll);
+    return;
+  }
   if (svc_->recovered_.life != nullptr) {
-    // Reloaded: the archived epoch goes on (same mapping, same pins); the next rotation is due
-    // when it was, and at least a second from now.
-    life_ = std::move(svc_->recovered_.life);
-    const auto now = rt_->now();
+    run_engine(std::move(svc_->recovered_.life), true, "reloaded");
+    return;
+  }
+  run_engine(std::make_unique<VipLifecycle>(cfg_, svc_->table_, svc_->dir_.hosts.size()), false, "");
+}
+
+bool Cpam::run_engine(std::unique_ptr<VipLifecycle> life, bool reloaded, std::string_view from) {
+  life_ = std::move(life);
+  const auto now = rt_->now();
+  if (reloaded) {
+    // Reloaded: the epoch goes on (same mapping, same pins); the next rotation is due when it
+    // was, and at least a second from now (a cluster poll from now when a leader took over).
     auto cur = life_->current();
-    auto next = std::max(cur->next_rotation, now + std::chrono::seconds(1));
+    const auto soon = svc_->clustered() ? Clock::duration(cfg_.cluster_poll) : Clock::duration(std::chrono::seconds(1));
+    auto next = std::max(cur->next_rotation, now + soon);
     auto s = std::make_shared<Snapshot>(*cur);
     s->published = now;
     s->next_rotation = next;
     tick_at_ = next - cfg_.rotation_interval;
+    if (!persist_vips("start", true)) return false;
     distribute(s);
     publish_mapping(*s);
     {
       std::lock_guard lock(svc_->mu_);
       svc_->last_rotation_ = life_->last();
     }
-    persist_vips("start", true);
-    spdlog::info("cpam: epoch {} reloaded: {} protected hosts, {} grace, {} quarantine, {} free; next rotation in "
+    spdlog::info("cpam: epoch {} {}: {} protected hosts, {} grace, {} quarantine, {} free; next rotation in "
                  "{} ms",
-                 s->epoch, svc_->dir_.hosts.size(), life_->grace_count(), life_->quarantine_count(), life_->free_count(),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count());
+                 s->epoch, from, svc_->dir_.hosts.size(), life_->grace_count(), life_->quarantine_count(),
+                 life_->free_count(), std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count());
     arm_tick(next - now);
-    arm(std::chrono::milliseconds(500), &Cpam::reclaim_now);
-    arm(cfg_.stats_interval, &Cpam::publish_stats);
-    return;
+  } else {
+    // Epoch 1 at once: nothing can be pre-installed before the hosts are known; sessions install
+    // the rules they need.
+    tick_at_ = now;
+    life_->reserve_next(now);
+    auto snap = life_->commit(now, now + cfg_.rotation_interval);
+    if (!persist_vips("start", true)) return false;
+    distribute(snap);
+    publish_mapping(*life_->current());
+    {
+      std::lock_guard lock(svc_->mu_);
+      svc_->last_rotation_ = life_->last();
+    }
+    spdlog::info("cpam: epoch 1: {} protected hosts, pool {} ({}/{}), zone {}, runtime {}", svc_->dir_.hosts.size(),
+                 cfg_.pool_size, pkt::Ipv4Addr{cfg_.vip_base}.to_string(), cfg_.vip_prefix_len, cfg_.zone,
+                 cfg_.mode == RuntimeMode::kSharded ? "sharded" : "cooperative");
+    arm_tick(cfg_.rotation_interval);
   }
-  life_ = std::make_unique<VipLifecycle>(cfg_, svc_->table_, svc_->dir_.hosts.size());
-  // Epoch 1 at once: nothing can be pre-installed before the hosts are known; sessions install
-  // the rules they need.
+  arm_engine(std::chrono::milliseconds(500), &Cpam::reclaim_now);
+  arm_engine(cfg_.stats_interval, &Cpam::publish_stats);
+  return true;
+}
+
+// ---- cluster mode ----------------------------------------------------------------------------
+//
+// Shard 0 polls every cluster_poll: the generation the cluster's thread set when this instance
+// gained (or lost) the "cpam-rotation" leadership, and, while following, the newest shared state
+// the worker read. The leader runs the engine exactly as a single instance does, except that
+// every state change is written to Redis with a fenced write before anything uses it; a refused
+// write means another instance leads: the engine stops there and nothing is published.
+
+void Cpam::cluster_poll() {
+  const uint64_t gen = svc_->leader_gen_->load(std::memory_order_acquire);
+  if (led_gen_ != 0 && gen != led_gen_) step_down(gen == 0 ? "leadership lost" : "leadership renewed");
+  if (gen != 0 && led_gen_ == 0 && rt_->now() >= lead_retry_) become_leader(gen);
+  if (led_gen_ == 0)
+    if (auto s = svc_->link_->take_state(applied_seq_)) apply_shared(*s);
+  arm(cfg_.cluster_poll, &Cpam::cluster_poll);
+}
+
+void Cpam::become_leader(uint64_t gen) {
+  const auto t0 = Clock::now();
+  led_gen_ = gen;
+  ++engine_run_;
+  auto& store = svc_->store_;
+  std::unique_ptr<VipLifecycle> life;
+  std::string from;
   const auto now = rt_->now();
-  tick_at_ = now;
-  life_->reserve_next(now);
-  distribute(life_->commit(now, now + cfg_.rotation_interval));
-  persist_vips("start", true);
-  publish_mapping(*life_->current());
-  {
+  const int64_t unix_now = unix_ms();
+  if (auto text = store->get(shared::kVipsKey)) {
+    auto s = shared::decode_vips(*text, svc_->dir_, cfg_.pool_size);
+    if (s) {
+      life = std::make_unique<VipLifecycle>(cfg_, svc_->table_, svc_->dir_.hosts.size());
+      const auto next = now + std::chrono::milliseconds(std::max<int64_t>(0, s->vips.next_rotation_ms - unix_now));
+      life->restore(s->vips, now, unix_now, next);
+      write_seq_ = std::max(write_seq_, s->seq);
+      from = fmt::format("taken over from {} (seq {})", s->leader, s->seq);
+    } else {
+      svc_->recover_errors_.fetch_add(1);
+      spdlog::error("cpam: the shared VIP state is unusable ({}): not leading", s.error());
+      led_gen_ = 0;
+      lead_retry_ = now + std::chrono::seconds(1);
+      return;
+    }
+  } else if (life_ != nullptr && applied_seq_ != 0) {
+    // Redis answered nothing, but this instance mirrors a state it read before: go on from it
+    // (Redis unreachable makes the fenced write below fail anyway).
+    life = std::move(life_);
+    write_seq_ = std::max(write_seq_, applied_seq_);
+    from = "continued from the mirrored state";
+  } else if (svc_->recovered_.life != nullptr) {
+    life = std::move(svc_->recovered_.life);
+    from = "reloaded from the archive";
+  }
+  pending_.clear();
+  const bool ok = life != nullptr
+                      ? run_engine(std::move(life), true, from)
+                      : run_engine(std::make_unique<VipLifecycle>(cfg_, svc_->table_, svc_->dir_.hosts.size()), false, "");
+  if (!ok) {
+    lead_retry_ = rt_->now() + std::chrono::seconds(1);
+    return;  // step_down ran
+  }
+  svc_->leading_.store(true, std::memory_order_release);
+  svc_->state_ready_.store(true, std::memory_order_release);
+  svc_->leader_gains_.fetch_add(1);
+  spdlog::info("cpam: {} leads the rotation (generation {}) at epoch {}, {:.1f} ms to take over",
+               svc_->link_->instance(), gen, life_->current()->epoch,
+               std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+}
+
+void Cpam::step_down(const char* why) {
+  if (led_gen_ == 0) return;
+  spdlog::warn("cpam: {} no longer leads the rotation (generation {}): {}", svc_->link_->instance(), led_gen_, why);
+  led_gen_ = 0;
+  ++engine_run_;   // reclaim and stats timers end
+  ++tick_token_;   // the next rotation is not ours
+  ++rotation_gen_;  // nor the batches and barriers of one in progress
+  pending_.clear();
+  applied_seq_ = 0;  // mirror the newest shared state, whoever wrote it
+  svc_->rotating_.store(false, std::memory_order_relaxed);
+  svc_->leading_.store(false, std::memory_order_release);
+  svc_->leader_losses_.fetch_add(1);
+}
+
+bool Cpam::write_shared(std::string_view phase) {
+  if (led_gen_ == 0) return false;  // following: never writes
+  shared::SharedVips s;
+  s.vips = life_->export_state(rt_->now(), unix_ms());
+  s.vips.boot = svc_->boot_;
+  s.phase = std::string(phase);
+  s.seq = ++write_seq_;
+  s.leader = svc_->link_->instance();
+  s.generation = led_gen_;
+  const auto t0 = Clock::now();
+  auto& store = *svc_->store_;
+  // The state, then the small key followers poll: a follower that sees the new seq reads a
+  // state at least as new.
+  const bool ok = store.fenced_set(shared::kRole, shared::kVipsKey, shared::encode_vips(s, svc_->dir_)) &&
+                  store.fenced_set(shared::kRole, shared::kEpochKey, shared::encode_epoch(s));
+  const auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+  uint64_t m = svc_->shared_write_max_us_.load();
+  while (us > m && !svc_->shared_write_max_us_.compare_exchange_weak(m, us)) {
+  }
+  if (!ok) {
+    svc_->fenced_refused_.fetch_add(1);
+    spdlog::error("cpam: the shared VIP state ({}, seq {}) was refused: another instance leads, or Redis is away",
+                  phase, s.seq);
+    step_down("fenced write refused");
+    return false;
+  }
+  svc_->shared_seq_.store(s.seq);
+  return true;
+}
+
+// A follower mirrors the leader's table (states, owners, Grace times; its own references kept),
+// installs the VIP rules of newly live VIPs on the switches it masters (a reservation's rules
+// before the leader publishes it, as the leader's pre-install does on its own switches) and
+// deletes those of VIPs gone to quarantine; a new epoch's snapshot goes to every shard.
+void Cpam::apply_shared(const shared::SharedVips& s) {
+  auto& table = svc_->vips();
+  std::vector<VipState> before(table.size());
+  for (uint32_t v = 0; v < table.size(); ++v) before[v] = table.load(v).state;
+  const auto now = rt_->now();
+  const int64_t unix_now = unix_ms();
+  auto life = std::make_unique<VipLifecycle>(cfg_, svc_->table_, svc_->dir_.hosts.size());
+  const auto next = now + std::chrono::milliseconds(std::max<int64_t>(0, s.vips.next_rotation_ms - unix_now));
+  const size_t skipped = life->restore(s.vips, now, unix_now, next);
+  if (skipped != 0) svc_->recover_errors_.fetch_add(skipped);
+  life_ = std::move(life);
+  applied_seq_ = s.seq;
+  svc_->shared_seq_.store(s.seq);
+  svc_->states_applied_.fetch_add(1);
+  const auto lane = cfg_.mode == RuntimeMode::kSharded ? southbound::Lane::kLow : southbound::Lane::kHigh;
+  auto live = [](VipState st) { return st == VipState::kReserved || st == VipState::kPrimary || st == VipState::kGrace; };
+  std::map<uint64_t, std::vector<ofp::Body>> per_switch;
+  for (uint32_t v = 0; v < table.size(); ++v) {
+    const auto now_v = table.load(v);
+    const bool was = live(before[v]), is = live(now_v.state);
+    if (was == is || (is && now_v.owner == kNone)) continue;
+    if (is) {
+      const auto loc = locate(now_v.owner, now);
+      if (loc) per_switch[loc->at.dpid].emplace_back(
+          flows::vip_rule(cfg_, v, svc_->dir_.hosts[now_v.owner].ip, loc->mac, loc->at.port));
+      continue;
+    }
+    // Gone: its rule may be on any switch this instance masters (deleted by exact cookie).
+    for (uint64_t dpid : view_.switches()) per_switch[dpid].emplace_back(flows::vip_rule_delete(cfg_, v));
+  }
+  for (auto& entry : per_switch)
+    rt_->with_switch(entry.first, [batch = std::move(entry.second), lane](SwitchContext& sw) mutable {
+      sw.send_batch(std::move(batch), lane, [](const southbound::BatchResult&) {});
+    });
+  if (snap_ == nullptr || snap_->epoch != s.vips.epoch) {
+    distribute(life_->current());
     std::lock_guard lock(svc_->mu_);
     svc_->last_rotation_ = life_->last();
   }
-  spdlog::info("cpam: epoch 1: {} protected hosts, pool {} ({}/{}), zone {}, runtime {}", svc_->dir_.hosts.size(),
-               cfg_.pool_size, pkt::Ipv4Addr{cfg_.vip_base}.to_string(), cfg_.vip_prefix_len, cfg_.zone,
-               cfg_.mode == RuntimeMode::kSharded ? "sharded" : "cooperative");
-  arm_tick(cfg_.rotation_interval);
-  arm(std::chrono::milliseconds(500), &Cpam::reclaim_now);
-  arm(cfg_.stats_interval, &Cpam::publish_stats);
+  svc_->state_ready_.store(true, std::memory_order_release);
 }
 
 void Cpam::rotate_now() {
+  if (svc_->clustered() && led_gen_ == 0) return;  // a follower never rotates
   if (life_ != nullptr && pending_.empty()) tick();
 }
 
@@ -97,7 +277,7 @@ void Cpam::tick() {
   tick_at_ = now;
   svc_->rotating_.store(true, std::memory_order_relaxed);
   pending_ = life_->reserve_next(now);
-  persist_vips("reserved", true);  // written ahead: no rule or answer uses these VIPs before
+  if (!persist_vips("reserved", true)) return;  // written ahead: no rule or answer uses these VIPs before
   ++rotation_gen_;
   preinstall_sent_ = 0;
   all_batches_sent_ = false;
@@ -193,7 +373,9 @@ void Cpam::commit() {
   rec.preinstall_failed = confirmed ? preinstall_sent_ - std::min<size_t>(preinstall_sent_, rec.preinstalled) : 0;
   pending_.clear();
   ++rotation_gen_;
-  persist_vips("committed", false);
+  // Written ahead of the publication: a deposed leader's write is refused and it publishes
+  // nothing (its table is overwritten by the new leader's state at the next poll).
+  if (!persist_vips("committed", false)) return;
   distribute(snap);
   publish_mapping(*snap);
   svc_->rotating_.store(false, std::memory_order_relaxed);
@@ -254,7 +436,8 @@ void CpamService::set_tunables(const Tunables& t) {
   cfg_.batch_hosts = t.batch_hosts;
   cfg_.batch_delay = t.batch_delay;
   Cpam* engine = instance(0);
-  if (engine == nullptr || engine->life_ == nullptr || !engine->pending_.empty()) return;  // a rotation in progress re-arms at its commit
+  if (engine == nullptr || engine->life_ == nullptr || !engine->pending_.empty()) return;
+  if (engine->svc_->clustered() && engine->led_gen_ == 0) return;  // followers do not rotate  // a rotation in progress re-arms at its commit
   const auto now = engine->rt_->now();
   const auto next = engine->tick_at_ + t.rotation_interval;
   engine->arm_tick(next > now ? next - now : Clock::duration::zero());
@@ -291,17 +474,31 @@ void Cpam::publish_mapping(const Snapshot& s) {
 }
 
 void Cpam::reclaim_now() {
-  if (life_ == nullptr) return;
+  if (life_ == nullptr || (svc_->clustered() && led_gen_ == 0)) return;
   // After a reload, Grace VIPs wait until the switches had time to reconnect and confirm (or
   // hand over, by adoption) the references of the sessions the archive may have missed.
   if (rt_->now() >= hold_until_) reclaim(rt_->now());
-  arm(std::chrono::milliseconds(500), &Cpam::reclaim_now);
+  arm_engine(std::chrono::milliseconds(500), &Cpam::reclaim_now);
 }
 
 void Cpam::reclaim(Clock::time_point now) {
-  auto r = life_->reclaim(now);
+  VipLifecycle::Reclaimed r;
+  if (svc_->clustered()) {
+    // The other instances' sessions hold no reference in this table: their published pins do
+    // (and a vanished instance's for the pin hold). A session may bind a Grace VIP until its
+    // accept window ends and reach this view up to the pin lag later; with no fresh view of the
+    // pins (Redis away) nothing is reclaimed.
+    if (!svc_->link_->pins_fresh()) return;
+    const auto window = cfg_.grace_accept + cfg_.cluster_pin_lag;
+    auto* link = svc_->link_.get();
+    r = life_->reclaim(now, [link, now, window](uint32_t vip, Clock::time_point since) {
+      return now - since < window || link->remote_referenced(vip);
+    });
+  } else {
+    r = life_->reclaim(now);
+  }
   if (r.quarantined.empty() && r.freed == 0) return;
-  persist_vips("reclaim", false);
+  if (!persist_vips("reclaim", false)) return;
   if (r.quarantined.empty()) return;
   const auto lane = cfg_.mode == RuntimeMode::kSharded ? southbound::Lane::kLow : southbound::Lane::kHigh;
   // The VIP's rule lives on its host's access switch; delete it there (and wherever the host
@@ -357,7 +554,7 @@ void Cpam::publish_stats() {
                {"pool", cfg_.pool_size}};
   j["runtime"] = cfg_.mode == RuntimeMode::kSharded ? "sharded" : "cooperative";
   svc_->publish("network/cpam/stats", std::move(j), data::kPubOnly);
-  arm(cfg_.stats_interval, &Cpam::publish_stats);
+  arm_engine(cfg_.stats_interval, &Cpam::publish_stats);
 }
 
 }  // namespace sdn::apps::cpam

@@ -240,12 +240,13 @@ std::shared_ptr<const Snapshot> VipLifecycle::commit(Clock::time_point now, Cloc
   return s;
 }
 
-VipLifecycle::Reclaimed VipLifecycle::reclaim(Clock::time_point now) {
+VipLifecycle::Reclaimed VipLifecycle::reclaim(
+    Clock::time_point now, const std::function<bool(uint32_t vip, Clock::time_point since)>& held) {
   Reclaimed out;
   for (size_t i = 0; i < grace_.size();) {
     Retired& r = grace_[i];
     const auto v = table_->load(r.vip);
-    if (v.sessions != 0 || v.flows != 0) {
+    if (v.sessions != 0 || v.flows != 0 || (held && held(r.vip, r.since))) {
       r.zero_since = Clock::time_point::max();
       ++i;
       continue;
@@ -337,7 +338,10 @@ size_t VipLifecycle::restore(const PersistedVips& p, Clock::time_point now, int6
   }
   free_.clear();
   for (uint32_t v = 0; v < pool; ++v)
-    if (!used[v]) free_.push_back(v);
+    if (!used[v]) {
+      if (table_->load(v).state != VipState::kFree) table_->restore(v, VipState::kFree, kNone, now);
+      free_.push_back(v);
+    }
   epoch_ = p.epoch;
   auto s = std::make_shared<Snapshot>();
   s->epoch = epoch_;

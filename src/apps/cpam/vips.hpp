@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -134,12 +135,14 @@ class VipLifecycle {
     std::vector<std::pair<uint32_t, uint32_t>> quarantined;  // (vip, owner)
     size_t freed = 0;
   };
-  Reclaimed reclaim(Clock::time_point now);
+  // `held` (cluster mode: another instance pins the VIP, or may) counts as a reference.
+  Reclaimed reclaim(Clock::time_point now, const std::function<bool(uint32_t vip, Clock::time_point since)>& held = {});
 
   // Recovery: the engine's state to archive (times in Unix ms from `unix_now_ms`), and the
   // inverse on a fresh lifecycle: table words (references untouched), pool and lists. VIPs out
   // of the pool or named twice are skipped (returned count); a reservation in progress is kept
-  // (the next reserve_next reuses it).
+  // (the next reserve_next reuses it). VIPs the record does not name become Free in the table
+  // (references kept): a follower in a cluster mirrors the leader's table this way.
   PersistedVips export_state(Clock::time_point now, int64_t unix_now_ms) const;
   size_t restore(const PersistedVips& p, Clock::time_point now, int64_t unix_now_ms, Clock::time_point next_rotation);
 
