@@ -29,6 +29,9 @@
 #   --prefix P           name prefix for bridges, namespaces, ports (TB_PREFIX, default "sdt-")
 #   --port N             controller tcp:127.0.0.1:N (TB_PORT, default 6653)
 #   --controller T       full controller target, or "none" (TB_CONTROLLER)
+#   --controllers T1,T2  several controllers (a cluster): every bridge connects to each target,
+#                        e.g. tcp:127.0.0.1:P1,tcp:127.0.0.1:P2,tcp:127.0.0.1:P3; wait-connected
+#                        then waits until every switch is connected to every one of them
 #   --fail-mode M        secure (default) or standalone, for debugging without a controller
 #                        (refused for shapes with loops: campus with --dual-homed or C, A >= 2)
 #   --hosts K            hosts per edge switch (linear, tree)
@@ -77,6 +80,7 @@ while (($#)); do
     --prefix) PREFIX=$2; shift 2 ;;
     --port) PORT=$2; shift 2 ;;
     --controller) CONTROLLER=$2; shift 2 ;;
+    --controllers) CONTROLLER=$2; shift 2 ;;   # comma-separated targets
     --fail-mode) FAIL_MODE=$2; shift 2 ;;
     --hosts) HOSTS_PER_SWITCH=$2; shift 2 ;;
     --cores) CORES=$2; shift 2 ;;
@@ -104,6 +108,12 @@ CMD=$1; shift
 [[ $PREFIX =~ ^[a-z][a-z0-9-]{0,7}$ ]] || die "prefix '$PREFIX' must match [a-z][a-z0-9-]{0,7}"
 [[ $PORT =~ ^[0-9]+$ ]] || die "--port must be a number"
 [[ -n $CONTROLLER ]] || CONTROLLER="tcp:127.0.0.1:$PORT"
+IFS=, read -r -a CONTROLLERS <<<"$CONTROLLER"   # one or more targets ("none" alone: no controller)
+((${#CONTROLLERS[@]} >= 1)) || die "--controllers: at least one target"
+for _t in "${CONTROLLERS[@]}"; do
+  [[ $_t =~ ^(tcp|ssl|unix):.+ || ( $_t == none && ${#CONTROLLERS[@]} == 1 ) ]] \
+    || die "controller target '$_t' must be tcp:IP:PORT, ssl:IP:PORT or unix:PATH (or none alone)"
+done
 [[ $FAIL_MODE == secure || $FAIL_MODE == standalone ]] || die "--fail-mode: secure or standalone"
 [[ $PING_COUNT =~ ^[0-9]+$ ]] && ((PING_COUNT >= 1)) || die "--count must be a number >= 1"
 if [[ -n $RESOLVER ]]; then
@@ -284,6 +294,7 @@ write_manifest() {   # write_manifest PATH
   {
     printf '{\n  "prefix": "%s",\n  "shape": "%s",\n  "controller": "%s",\n  "fail_mode": "%s",\n' \
       "$PREFIX" "$SHAPE" "$CONTROLLER" "$FAIL_MODE"
+    printf '  "controllers": %s,\n' "$(IFS=, read -r -a _cs <<<"$CONTROLLER"; json_names "${_cs[@]}")"
     printf '  "dual_homed": %s,\n  "expected_links": %d,\n  "resolver": %s,\n' \
       "$( ((DUAL_HOMED)) && echo true || echo false)" "${#L_A[@]}" "$([[ -n $RESOLVER ]] && echo "\"$RESOLVER\"" || echo null)"
     printf '  "tiers": {"core": %s, "aggregation": %s, "edge": %s},\n' \
@@ -335,9 +346,15 @@ switch_args() {
       -- set bridge "$sw" datapath_type=netdev protocols=OpenFlow13 fail_mode="$FAIL_MODE"
          other-config:datapath-id="${SW_DPID[$i]}" other-config:disable-in-band=true)
   if [[ $CONTROLLER != none ]]; then
-    # max_backoff 1 s: reconnect quickly when the controller starts after the switches.
-    V+=(-- --id=@c$i create controller target="\"$CONTROLLER\"" max_backoff=1000 inactivity_probe=5000
-        -- set bridge "$sw" controller=@c$i)
+    # max_backoff 1 s: reconnect quickly when the controller starts after the switches. Several
+    # targets (--controllers): one controller record each, all on the bridge (a cluster).
+    local k ids=""
+    IFS=, read -r -a _targets <<<"$CONTROLLER"
+    for k in "${!_targets[@]}"; do
+      V+=(-- --id=@c${i}x$k create controller target="\"${_targets[$k]}\"" max_backoff=1000 inactivity_probe=5000)
+      ids+="${ids:+,}@c${i}x$k"
+    done
+    V+=(-- set bridge "$sw" controller="[$ids]")
   fi
   for j in "${!H_NS[@]}"; do
     [[ ${H_SW[$j]} == "$sw" ]] || continue
@@ -544,17 +561,29 @@ cmd_down() {
 # Prints "connected total". OVSDB's is_connected column lags by up to ~5 s (ovs-vswitchd
 # refreshes status periodically), so for a tcp: target count established TCP connections to the
 # controller port instead; each switch opens exactly one.
+# With several targets (--controllers), a switch counts when it is connected to every one of them:
+# the count is the smallest per-target count.
 connected_count() {
-  local c=0 sw uuid st
-  if [[ $CONTROLLER =~ ^tcp:([0-9.]+):([0-9]+)$ ]]; then
-    c=$(ss -Htn state established "( dport = :${BASH_REMATCH[2]} )" dst "${BASH_REMATCH[1]}" 2>/dev/null | wc -l)
-    echo "$c ${#SW[@]}"
+  local c=0 sw uuid st t min=-1 all_tcp=1
+  local -a targets
+  IFS=, read -r -a targets <<<"$CONTROLLER"
+  for t in "${targets[@]}"; do [[ $t =~ ^tcp:[0-9.]+:[0-9]+$ ]] || all_tcp=0; done
+  if ((all_tcp)); then
+    for t in "${targets[@]}"; do
+      [[ $t =~ ^tcp:([0-9.]+):([0-9]+)$ ]]
+      c=$(ss -Htn state established "( dport = :${BASH_REMATCH[2]} )" dst "${BASH_REMATCH[1]}" 2>/dev/null | wc -l)
+      ((min < 0 || c < min)) && min=$c
+    done
+    echo "$min ${#SW[@]}"
     return
   fi
   for sw in "${SW[@]}"; do
     uuid=$(ovs-vsctl --timeout=5 get bridge "$sw" controller 2>/dev/null | tr -d '[] ') || true
     [[ -n $uuid ]] || continue
-    st=$(ovs-vsctl --timeout=5 get controller "$uuid" is_connected 2>/dev/null || echo false)
+    st=true
+    for t in ${uuid//,/ }; do
+      [[ $(ovs-vsctl --timeout=5 get controller "$t" is_connected 2>/dev/null || echo false) == true ]] || st=false
+    done
     [[ $st == true ]] && c=$((c + 1))
   done
   echo "$c ${#SW[@]}"
@@ -568,7 +597,14 @@ cmd_status() {
     sw=${SW[$i]}
     if ovs-vsctl --timeout=5 br-exists "$sw" 2>/dev/null; then
       uuid=$(ovs-vsctl --timeout=5 get bridge "$sw" controller | tr -d '[] ')
-      st=$([[ -n $uuid ]] && ovs-vsctl --timeout=5 get controller "$uuid" is_connected || echo "no-controller")
+      if [[ $uuid == *,* ]]; then   # several controllers: connected state and role of each
+        st=$(for u in ${uuid//,/ }; do
+               printf '%s/%s ' "$(ovs-vsctl --timeout=5 get controller "$u" is_connected)" \
+                 "$(ovs-vsctl --timeout=5 get controller "$u" role 2>/dev/null || echo '?')"
+             done)
+      else
+        st=$([[ -n $uuid ]] && ovs-vsctl --timeout=5 get controller "$uuid" is_connected || echo "no-controller")
+      fi
       printf '  switch %-12s %-11s dpid %s  ports %-3s connected=%s\n' "$sw" "${SW_TIER[$i]}" "${SW_DPID[$i]}" \
         "$(ovs-vsctl --timeout=5 list-ports "$sw" | wc -l)" "$st"
     else
