@@ -69,7 +69,8 @@ void add_switch_routes(Server::Impl& s) {
   http.Get("/api/v1/switches", [&s](const httplib::Request&, httplib::Response& res) {
     Json out = Json::array();
     for (const auto& sw : s.src.controller->switches())
-      out.push_back({{"dpid", dpid_hex(sw.dpid)}, {"peer", sw.peer}, {"shard", sw.shard}, {"n_ports", sw.ports}});
+      out.push_back({{"dpid", dpid_hex(sw.dpid)}, {"peer", sw.peer}, {"shard", sw.shard}, {"n_ports", sw.ports},
+                     {"role", southbound::role_name(sw.role)}});
     reply_json(res, 200, out);
   });
 

@@ -63,6 +63,12 @@ inline constexpr uint16_t kFmfcBadCommand = 6;     //   OFPFMFC_BAD_COMMAND
 inline constexpr uint16_t kGroupModFailed = 6;     // OFPET_GROUP_MOD_FAILED
 inline constexpr uint16_t kMeterModFailed = 12;    // OFPET_METER_MOD_FAILED
 inline constexpr uint16_t kMmfcBadBand = 8;        //   OFPMMFC_BAD_BAND
+// Roles (6.3.6, 7.4.4): a write from a slave, and a refused ROLE_REQUEST.
+inline constexpr uint16_t kBrcIsSlave = 10;        //   OFPBRC_IS_SLAVE
+inline constexpr uint16_t kRoleRequestFailed = 11; // OFPET_ROLE_REQUEST_FAILED
+inline constexpr uint16_t kRrfcStale = 0;          //   OFPRRFC_STALE (generation_id older than the switch's)
+inline constexpr uint16_t kRrfcUnsup = 1;          //   OFPRRFC_UNSUP
+inline constexpr uint16_t kRrfcBadRole = 2;        //   OFPRRFC_BAD_ROLE
 }  // namespace err
 
 struct Error {
@@ -203,6 +209,12 @@ struct MeterMod {              // 7.3.4.4; command 0 ADD 1 MODIFY 2 DELETE; flag
 
 struct BarrierRequest { bool operator==(const BarrierRequest&) const = default; };
 struct BarrierReply { bool operator==(const BarrierReply&) const = default; };
+
+// enum ofp_controller_role (7.3.9), the wire values of RoleMsg::role.
+inline constexpr uint32_t kRoleNoChange = 0;  // OFPCR_ROLE_NOCHANGE
+inline constexpr uint32_t kRoleEqual = 1;     // OFPCR_ROLE_EQUAL
+inline constexpr uint32_t kRoleMaster = 2;    // OFPCR_ROLE_MASTER
+inline constexpr uint32_t kRoleSlave = 3;     // OFPCR_ROLE_SLAVE
 
 struct RoleMsg {               // 7.3.9; role 0 NOCHANGE 1 EQUAL 2 MASTER 3 SLAVE
   uint32_t role = 0;

@@ -34,6 +34,7 @@ Connection::Connection(Controller& ctl, ShardState& shard, asio::ip::tcp::socket
       tls_(ctl.tls_context()),
       transport_(std::move(socket), tls_ ? &tls_->ssl() : nullptr),
       tick_(transport_.get_executor()),
+      arbiter_(ctl.role_arbiter()),
       rbuf_(kInitialReadBuffer) {
   std::error_code ec;
   auto ep = transport_.remote_endpoint(ec);
@@ -106,11 +107,15 @@ void Connection::close(std::string_view reason) {
   requests_.clear();
   for (auto& [xid, cb] : requests) cb(nullptr, nullptr, false);
 
-  if (registered_) ctl_.unregister_dpid(features_.datapath_id, this);
+  // A connection a newer one of the same dpid replaced does not report a disconnect: the
+  // arbiter already heard switch_connected (or will) from the newer one.
+  const bool held_entry = registered_ && ctl_.unregister_dpid(features_.datapath_id, this);
+  if (role_ == Role::kMaster) counters_.role_mastered.add(-1);
   if (was_up) {
     counters_.switches_up.add(-1);
     for (auto& app : shard_.apps) app->on_switch_down(features_.datapath_id);
   }
+  if (arbiter_connected_ && held_entry) arbiter_->switch_disconnected(features_.datapath_id);
   hi_.clear();
   lo_.clear();
   // Drop the shard's reference; pending handlers hold their own until they run.
@@ -291,7 +296,8 @@ void Connection::handle_message(const ofp::Message& msg, std::span<const uint8_t
       break;
     case ofp::Type::kPacketIn:
       if (state_ != State::kUp) {
-        counters_.packet_in_before_up.inc();
+        // A switch sends none to a slave (6.3.6); a standby EQUAL connection may get some.
+        (handshake_done_ ? counters_.packet_in_not_master : counters_.packet_in_before_up).inc();
         break;
       }
       {
@@ -304,6 +310,8 @@ void Connection::handle_message(const ofp::Message& msg, std::span<const uint8_t
     case ofp::Type::kFlowRemoved:
       if (state_ == State::kUp)
         for (auto& app : shard_.apps) app->on_flow_removed(*this, std::get<ofp::FlowRemoved>(msg.body));
+      else if (handshake_done_)
+        counters_.flow_removed_not_master.inc();
       break;
     case ofp::Type::kPortStatus: {
       const auto& ps = std::get<ofp::PortStatus>(msg.body);
@@ -344,12 +352,26 @@ void Connection::on_port_desc_complete() {
   if (state_ != State::kPortDesc) return;
   ports_ = std::move(ports_pending_);
   ports_pending_.clear();
-  state_ = State::kConfiguring;
   ctl_.register_dpid(features_.datapath_id, shared_from_this(), shard_.shard->index(), peer_, ports_.size());
+  if (arbiter_) {
+    // Cluster mode: registered (set_role can find it) but not up; the arbiter decides.
+    state_ = State::kStandby;
+    handshake_done_ = true;
+    arbiter_connected_ = true;
+    spdlog::info("switch {:016x} connected ({}, {} ports, shard {}): standby until a role is decided",
+                 features_.datapath_id, peer_, ports_.size(), shard_.shard->index());
+    arbiter_->switch_connected(features_.datapath_id);
+    return;
+  }
+  state_ = State::kConfiguring;
+  run_setup(cfg_.clear_flows_on_connect);
+}
 
+void Connection::run_setup(bool clear_flows) {
+  const uint64_t epoch = ++setup_epoch_;
   std::vector<ofp::Body> setup;
   setup.push_back(ofp::SetConfig{ofp::SwitchConfig{0, cfg_.miss_send_len}});
-  if (cfg_.clear_flows_on_connect) {
+  if (clear_flows) {
     // Everything but the cookie ranges apps resynchronise themselves (one delete-all if none).
     std::vector<CookieRange> keep;
     for (auto& app : shard_.apps)
@@ -371,9 +393,15 @@ void Connection::on_port_desc_complete() {
   // Asked before the set-up goes out, answered before its barrier; a switch with usable meters
   // then gets them after the set-up (miss_meter.hpp). Its absence never fails the handshake.
   start_miss_meters(*this, cfg_.dos, counters_);
-  send_batch(std::move(setup), Lane::kHigh, [this](const BatchResult& r) {
-    if (state_ != State::kConfiguring) return;
+  send_batch(std::move(setup), Lane::kHigh, [this, epoch](const BatchResult& r) {
+    if (state_ != State::kConfiguring || epoch != setup_epoch_) return;  // closed or demoted meanwhile
     if (!r.ok) {
+      if (arbiter_ && r.error.type == ofp::err::kBadRequest && r.error.code == ofp::err::kBrcIsSlave) {
+        // Another instance took the switch between our ROLE_REPLY and the set-up; on_error
+        // already told the arbiter. Stay connected as standby.
+        to_standby("set-up refused: not master");
+        return;
+      }
       spdlog::warn("switch {:016x}: set-up rejected (error type {} code {})", features_.datapath_id, r.error.type, r.error.code);
       close("set-up rejected");
       return;
@@ -385,7 +413,9 @@ void Connection::on_port_desc_complete() {
 void Connection::on_up() {
   state_ = State::kUp;
   was_up_ = true;
+  handshake_done_ = true;
   counters_.switches_up.add(1);
+  publish_summary();
   spdlog::info("switch {:016x} up ({}, {} ports, {} tables, shard {})", features_.datapath_id, peer_, ports_.size(),
                features_.n_tables, shard_.shard->index());
   for (auto& app : shard_.apps) {
@@ -394,8 +424,127 @@ void Connection::on_up() {
   }
 }
 
+// ---- roles (cluster mode, roles.hpp) ----------------------------------------------------
+
+void Connection::apply_role(Role role, uint64_t generation, bool fresh) {
+  if (!arbiter_ || !arbiter_connected_ || state_ == State::kClosed || closing_) {
+    counters_.role_unknown_switch.inc();
+    return;
+  }
+  if (role == Role::kEqual) {
+    SDN_LOG_RATELIMITED(spdlog::level::warn, "switch {:016x}: the arbiter asked for EQUAL; only MASTER/SLAVE are used",
+                        features_.datapath_id);
+    return;
+  }
+  const uint64_t seq = ++role_seq_;
+  wanted_gen_ = generation;
+  is_slave_reported_ = false;
+  // A slave stops acting at once: the apps must not write while the SLAVE request is in flight.
+  if (role == Role::kSlave) to_standby("slave");
+  counters_.role_requests.inc();
+  ofp::RoleRequest req;
+  req.role.role = role == Role::kMaster ? ofp::kRoleMaster : ofp::kRoleSlave;
+  req.role.generation_id = generation;
+  const auto sent = Clock::now();
+  send_request(req, [this, seq, role, generation, fresh, sent](const ofp::Message* reply, const ofp::ErrorMsg* err, bool) {
+    on_role_reply(seq, role, generation, fresh, sent, reply, err);
+  });
+}
+
+void Connection::on_role_reply(uint64_t seq, Role asked, uint64_t generation, bool fresh, Clock::time_point sent,
+                               const ofp::Message* reply, const ofp::ErrorMsg* err) {
+  if (reply == nullptr && err == nullptr) return;  // disconnected
+  counters_.role_rtt.record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count()));
+  const bool current = seq == role_seq_;  // else a newer decision was sent after this one
+  const auto* rr = reply ? std::get_if<ofp::RoleReply>(&reply->body) : nullptr;
+  if (reply && rr == nullptr) {  // a reply of another type with our xid
+    counters_.err_unexpected.inc();
+    SDN_LOG_RATELIMITED(spdlog::level::warn, "switch {:016x}: {} answered a ROLE_REQUEST", features_.datapath_id,
+                        ofp::type_name(ofp::type_of(reply->body)));
+  }
+  if (asked == Role::kSlave) {
+    if (rr == nullptr || rr->role.role != ofp::kRoleSlave) {
+      counters_.role_slave_refused.inc();
+      spdlog::info("switch {:016x}: SLAVE request (generation {}) refused{}", features_.datapath_id, generation,
+                   err ? fmt::format(" (error type {} code {})", err->type, err->code) : std::string());
+      return;
+    }
+    counters_.role_slave.inc();
+    if (role_ != Role::kSlave || role_gen_ != generation)
+      spdlog::info("switch {:016x}: slave (generation {})", features_.datapath_id, generation);
+    set_confirmed_role(Role::kSlave, generation);
+    return;
+  }
+  if (rr == nullptr || rr->role.role != ofp::kRoleMaster) {
+    if (err && err->type == ofp::err::kRoleRequestFailed && err->code == ofp::err::kRrfcStale)
+      refuse_mastership(seq, generation, "stale generation");
+    else if (err)
+      refuse_mastership(seq, generation, "refused");
+    else
+      refuse_mastership(seq, generation, "reply not MASTER");
+    return;
+  }
+  counters_.role_master.inc();
+  if (role_ != Role::kMaster || role_gen_ != generation)
+    spdlog::info("switch {:016x}: master (generation {}, {})", features_.datapath_id, generation, fresh ? "fresh" : "takeover");
+  set_confirmed_role(Role::kMaster, generation);
+  if (current && state_ == State::kStandby) {
+    // fresh: nobody mastered the switch before, so clear-on-connect may delete; a takeover
+    // keeps the previous master's flows and the apps resynchronise on on_switch_up.
+    state_ = State::kConfiguring;
+    run_setup(cfg_.clear_flows_on_connect && fresh);
+  }
+}
+
+void Connection::refuse_mastership(uint64_t seq, uint64_t generation, const char* why) {
+  counters_.role_refused.inc();
+  spdlog::info("switch {:016x}: mastership refused (generation {}: {})", features_.datapath_id, generation, why);
+  if (seq != role_seq_) return;  // the arbiter already decided again
+  // A newer generation exists: another instance asked for a role after us, and whatever the
+  // switch still holds for us, we do not act as master on it.
+  if (role_ == Role::kMaster) set_confirmed_role(Role::kSlave, role_gen_);
+  to_standby("mastership refused");
+  arbiter_->mastership_refused(features_.datapath_id, generation);
+}
+
+void Connection::on_is_slave(uint32_t xid) {
+  counters_.role_is_slave_errors.inc();
+  if (is_slave_reported_) return;  // once per decision: a burst of writes brings a burst of these
+  is_slave_reported_ = true;
+  spdlog::info("switch {:016x}: OFPBRC_IS_SLAVE for xid {} (generation {}): telling the arbiter", features_.datapath_id,
+               xid, wanted_gen_);
+  arbiter_->mastership_refused(features_.datapath_id, wanted_gen_);
+}
+
+void Connection::to_standby(const char* why) {
+  if (state_ != State::kUp && state_ != State::kConfiguring) return;
+  const bool was_up = state_ == State::kUp;
+  state_ = State::kStandby;
+  ++setup_epoch_;  // a set-up still in flight no longer brings the switch up
+  counters_.role_demoted.inc();
+  publish_summary();
+  if (!was_up) return;
+  counters_.switches_up.add(-1);
+  spdlog::info("switch {:016x} down for the apps ({}); connection kept", features_.datapath_id, why);
+  for (auto& app : shard_.apps) app->on_switch_down(features_.datapath_id);
+}
+
+void Connection::set_confirmed_role(Role r, uint64_t generation) {
+  if (r == Role::kMaster && role_ != Role::kMaster) counters_.role_mastered.add(1);
+  if (r != Role::kMaster && role_ == Role::kMaster) counters_.role_mastered.add(-1);
+  role_ = r;
+  role_gen_ = generation;
+  publish_summary();
+}
+
+void Connection::publish_summary() {
+  if (registered_) ctl_.update_summary(features_.datapath_id, this, role_, role_gen_, state_ == State::kUp);
+}
+
 void Connection::on_error(uint32_t xid, const ofp::ErrorMsg& e) {
   counters_.err_from_switch.inc();
+  // 6.3.6: a slave's writes are refused; another instance holds a newer generation.
+  if (arbiter_ && e.type == ofp::err::kBadRequest && e.code == ofp::err::kBrcIsSlave) on_is_slave(xid);
   for (auto& b : batches_) {
     if (xid >= b.first_xid && xid <= b.barrier_xid) {
       if (b.result.ok) {
@@ -673,7 +822,7 @@ void Connection::on_tick() {
     else arm_tick();
     return;
   }
-  if (state_ != State::kUp && now - started_ > cfg_.handshake_timeout) {
+  if (!handshake_done_ && now - started_ > cfg_.handshake_timeout) {
     counters_.err_handshake_timeout.inc();
     if (tls_pending_) {
       tls_->counters().handshake_failed.inc();

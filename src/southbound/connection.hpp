@@ -1,6 +1,8 @@
 // One switch connection: OpenFlow 1.3 handshake, framing with caps, echo keep-alive, xid
 // tracking, and the two-lane output queue flushed as one gathered write per loop turn.
-// Lives on one shard for life; every method runs on that shard's thread.
+// Lives on one shard for life; every method runs on that shard's thread. With a RoleArbiter
+// (roles.hpp) a switch whose handshake completed waits in kStandby until the arbiter names this
+// instance MASTER and the switch confirms it; only then is it set up and shown to the apps.
 #pragma once
 
 #include <chrono>
@@ -19,6 +21,7 @@
 #include "southbound/config.hpp"
 #include "southbound/counters.hpp"
 #include "southbound/pin_limiter.hpp"
+#include "southbound/roles.hpp"
 #include "southbound/transport.hpp"
 
 namespace sdn::southbound {
@@ -28,7 +31,9 @@ struct ShardState;
 
 class Connection final : public SwitchContext, public std::enable_shared_from_this<Connection> {
  public:
-  enum class State : uint8_t { kHello, kFeatures, kPortDesc, kConfiguring, kUp, kClosed };
+  // kStandby: handshake done, registered, not shown to the apps (cluster mode only: waiting for
+  // a role, SLAVE, or MASTER requested and not yet confirmed).
+  enum class State : uint8_t { kHello, kFeatures, kPortDesc, kStandby, kConfiguring, kUp, kClosed };
 
   Connection(Controller& ctl, ShardState& shard, asio::ip::tcp::socket socket);
   ~Connection() override;
@@ -40,6 +45,11 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
 
   State state() const { return state_; }
   std::string peer() const { return peer_; }
+  // The arbiter's decision for this switch (Controller::set_role posts it here): sends a
+  // ROLE_REQUEST carrying `generation`; MASTER sets the switch up once confirmed, SLAVE takes it
+  // away from the apps at once. Ignored without an arbiter or before standby.
+  void apply_role(Role role, uint64_t generation, bool fresh);
+  Role role() const { return role_; }  // as last confirmed by the switch
 
   // SwitchContext
   uint64_t dpid() const override { return features_.datapath_id; }
@@ -68,7 +78,18 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   void on_hello(const ofp::Header& h, std::span<const uint8_t> frame);
   void on_features(const ofp::FeaturesReply& f);
   void on_port_desc_complete();
+  // SetConfig, the clear-on-connect deletes (when `clear_flows`), the table-miss, the meters;
+  // on_up() once the barrier confirms them.
+  void run_setup(bool clear_flows);
   void on_up();
+  void on_role_reply(uint64_t seq, Role asked, uint64_t generation, bool fresh, Clock::time_point sent,
+                     const ofp::Message* reply, const ofp::ErrorMsg* err);
+  void refuse_mastership(uint64_t seq, uint64_t generation, const char* why);
+  void on_is_slave(uint32_t xid);
+  // From kConfiguring or kUp back to kStandby (apps see the switch go down; connection kept).
+  void to_standby(const char* why);
+  void set_confirmed_role(Role r, uint64_t generation);
+  void publish_summary();
   void on_error(uint32_t xid, const ofp::ErrorMsg& e);
   void on_barrier_reply(uint32_t xid);
   bool route_reply(const ofp::Message& msg, bool more);
@@ -104,6 +125,17 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   std::string close_reason_;
   Clock::time_point closing_since_;
   bool registered_ = false;
+  bool handshake_done_ = false;  // up, or (with an arbiter) standby: the handshake timeout is over
+
+  // roles (cluster mode); all unused when arbiter_ is null
+  std::shared_ptr<RoleArbiter> arbiter_;
+  bool arbiter_connected_ = false;  // switch_connected was called: switch_disconnected is owed
+  Role role_ = Role::kEqual;        // as confirmed by the switch's last ROLE_REPLY
+  uint64_t role_gen_ = 0;
+  uint64_t wanted_gen_ = 0;         // generation of the arbiter's latest decision
+  uint64_t role_seq_ = 0;           // one per decision: replies to older ones only update role_
+  uint64_t setup_epoch_ = 0;        // one per set-up started and per demotion
+  bool is_slave_reported_ = false;  // IS_SLAVE told to the arbiter once per decision
   ofp::FeaturesReply features_;
   std::vector<ofp::Port> ports_;
   std::vector<ofp::Port> ports_pending_;

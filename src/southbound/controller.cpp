@@ -49,7 +49,8 @@ bool Controller::with_switch(uint64_t dpid, std::function<void(SwitchContext&)> 
   {
     std::lock_guard lock(reg_mu_);
     auto it = registry_.find(dpid);
-    if (it == registry_.end()) return false;
+    // Registered is not enough: mid-handshake, or (cluster mode) standby, the apps keep out.
+    if (it == registry_.end() || !it->second.summary.up) return false;
     weak = it->second.conn;
     shard = it->second.summary.shard;
   }
@@ -67,6 +68,13 @@ bool Controller::with_switch(uint64_t dpid, std::function<void(SwitchContext&)> 
     fn(*conn);
   });
   return true;
+}
+
+bool Controller::is_up(uint64_t dpid) const {
+  if (!arbiter_) return true;
+  std::lock_guard lock(reg_mu_);
+  auto it = registry_.find(dpid);
+  return it != registry_.end() && it->second.summary.up;
 }
 
 void Controller::call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) {
@@ -167,9 +175,16 @@ void Controller::register_dpid(uint64_t dpid, const std::shared_ptr<Connection>&
       old = e.conn.lock();
       old_shard = e.summary.shard;
     }
+    const bool same = e.raw == conn.get();
     e.conn = conn;
     e.raw = conn.get();
-    e.summary = SwitchSummary{dpid, shard, std::move(peer), ports};
+    SwitchSummary next{dpid, shard, std::move(peer), ports};
+    if (same) {  // a port change: keep what the connection reported of its role
+      next.role = e.summary.role;
+      next.generation = e.summary.generation;
+      next.up = e.summary.up;
+    }
+    e.summary = std::move(next);
   }
   if (old) {
     counters_->dpid_replaced.inc();
@@ -178,10 +193,50 @@ void Controller::register_dpid(uint64_t dpid, const std::shared_ptr<Connection>&
   }
 }
 
-void Controller::unregister_dpid(uint64_t dpid, const Connection* conn) {
+bool Controller::unregister_dpid(uint64_t dpid, const Connection* conn) {
   std::lock_guard lock(reg_mu_);
   auto it = registry_.find(dpid);
-  if (it != registry_.end() && it->second.raw == conn) registry_.erase(it);
+  if (it == registry_.end() || it->second.raw != conn) return false;
+  registry_.erase(it);
+  return true;
+}
+
+void Controller::update_summary(uint64_t dpid, const Connection* conn, Role role, uint64_t generation, bool up) {
+  std::lock_guard lock(reg_mu_);
+  auto it = registry_.find(dpid);
+  if (it == registry_.end() || it->second.raw != conn) return;
+  it->second.summary.role = role;
+  it->second.summary.generation = generation;
+  it->second.summary.up = up;
+}
+
+void Controller::set_role_arbiter(std::shared_ptr<RoleArbiter> arbiter) {
+  arbiter_ = std::move(arbiter);
+  if (arbiter_) arbiter_->attach(this);
+}
+
+void Controller::set_role(uint64_t dpid, Role role, uint64_t generation, bool fresh) {
+  std::weak_ptr<Connection> weak;
+  unsigned shard = 0;
+  {
+    std::lock_guard lock(reg_mu_);
+    auto it = registry_.find(dpid);
+    if (it != registry_.end()) {
+      weak = it->second.conn;
+      shard = it->second.summary.shard;
+    }
+  }
+  if (weak.expired() || stopping_ || shard >= shards_.size()) {
+    counters_->role_unknown_switch.inc();
+    spdlog::debug("set_role {} for switch {:016x} ignored: not connected here", role_name(role), dpid);
+    return;
+  }
+  // Always posted, even from the shard's own thread: an arbiter may answer from inside
+  // switch_connected, while the connection is still in the middle of its own handler.
+  shards_[shard]->shard->post([this, weak, role, generation, fresh] {
+    if (stopping_) return;
+    if (auto conn = weak.lock()) conn->apply_role(role, generation, fresh);
+  });
 }
 
 std::vector<SwitchSummary> Controller::switches() const {

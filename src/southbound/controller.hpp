@@ -20,6 +20,7 @@
 #include "southbound/app.hpp"
 #include "southbound/config.hpp"
 #include "southbound/counters.hpp"
+#include "southbound/roles.hpp"
 
 namespace sdn::southbound {
 
@@ -38,15 +39,29 @@ struct SwitchSummary {
   unsigned shard = 0;
   std::string peer;
   size_t ports = 0;
+  // The role the switch last confirmed for this instance (ROLE_REPLY): kEqual without an
+  // arbiter, and with one until the first reply; `generation` is the one it carried.
+  Role role = Role::kEqual;
+  uint64_t generation = 0;
+  bool up = false;  // the apps see it (handshake done and, with an arbiter, set up as master)
 };
 
-class Controller final : public Runtime {
+class Controller final : public Runtime, public RoleSink {
  public:
   Controller(core::ShardPool& pool, SouthboundConfig cfg, core::Metrics& metrics,
              std::vector<AppFactory> apps);
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;
+
+  // Cluster mode (roles.hpp): call before listen(); attaches the arbiter to this controller.
+  // Switches then wait in standby after their handshake until the arbiter names this instance
+  // MASTER. The arbiter must stop calling set_role before the Controller is destroyed.
+  void set_role_arbiter(std::shared_ptr<RoleArbiter> arbiter);
+  const std::shared_ptr<RoleArbiter>& role_arbiter() const { return arbiter_; }
+  // RoleSink: posts the decision to the shard of the connection of `dpid` (any state from the
+  // features reply on; a connection that has not reached standby yet ignores it).
+  void set_role(uint64_t dpid, Role role, uint64_t generation, bool fresh) override;
 
   // Binds and starts accepting (port 0 picks a free port). Returns the bound endpoint.
   Expected<asio::ip::tcp::endpoint, std::string> listen();
@@ -70,11 +85,17 @@ class Controller final : public Runtime {
   unsigned current_shard() const override;
   void post(unsigned shard, std::function<void()> fn) override;
   bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) override;
+  // Without an arbiter always true (as the default); with one, whether `dpid` is up here, i.e.
+  // this instance is its confirmed master and set it up.
+  bool is_up(uint64_t dpid) const override;
   void call_after(unsigned shard, Clock::duration delay, std::function<void()> fn) override;
 
   // Registry, called from shards. register_dpid closes an older connection of that dpid.
   void register_dpid(uint64_t dpid, const std::shared_ptr<Connection>& conn, unsigned shard, std::string peer, size_t ports);
-  void unregister_dpid(uint64_t dpid, const Connection* conn);
+  // True when `conn` still held the entry (false: a newer connection had replaced it).
+  bool unregister_dpid(uint64_t dpid, const Connection* conn);
+  // Role and up/down of the entry of `conn` (no-op if a newer connection holds the dpid).
+  void update_summary(uint64_t dpid, const Connection* conn, Role role, uint64_t generation, bool up);
 
  private:
   void accept_next();
@@ -86,6 +107,7 @@ class Controller final : public Runtime {
   std::vector<std::unique_ptr<ShardState>> shards_;
   std::optional<asio::ip::tcp::acceptor> acceptor_;
   std::shared_ptr<TlsContext> tls_;
+  std::shared_ptr<RoleArbiter> arbiter_;  // null: no cluster, every switch is EQUAL and up
   std::atomic<bool> stopping_{false};
 
   struct Entry {

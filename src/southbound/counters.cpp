@@ -46,7 +46,19 @@ Counters::Counters(core::Metrics& m)
       meters_installed(m.counter("southbound.meters.installed")),
       meters_unsupported(m.counter("southbound.meters.unsupported")),
       meters_failed(m.counter("southbound.meters.failed")),
-      packet_in_service(m.histogram("southbound.packet_in.service")) {
+      packet_in_service(m.histogram("southbound.packet_in.service")),
+      role_requests(m.counter("southbound.role.requests")),
+      role_master(m.counter("southbound.role.master")),
+      role_slave(m.counter("southbound.role.slave")),
+      role_refused(m.counter("southbound.role.refused")),
+      role_slave_refused(m.counter("southbound.role.slave_refused")),
+      role_is_slave_errors(m.counter("southbound.role.is_slave_errors")),
+      role_demoted(m.counter("southbound.role.demoted")),
+      role_unknown_switch(m.counter("southbound.role.unknown_switch")),
+      packet_in_not_master(m.counter("southbound.role.packet_in_not_master")),
+      flow_removed_not_master(m.counter("southbound.role.flow_removed_not_master")),
+      role_mastered(m.gauge("southbound.role.mastered")),
+      role_rtt(m.histogram("southbound.role.rtt")) {
   for (size_t t = 0; t < rx_by_type.size(); ++t) {
     std::string name = t + 1 == rx_by_type.size() ? "unknown" : ofp::type_name(static_cast<ofp::Type>(t));
     if (name.rfind("OFPT_", 0) == 0) name.erase(0, 5);

@@ -60,6 +60,19 @@ struct Counters {
   // Reactive per-packet processing time (RPPT): from the read that delivered a PACKET_IN to
   // the socket write that carries the first reply an app queued for it.
   core::Histogram& packet_in_service;
+  // OpenFlow roles in a cluster (roles.hpp); all zero without a RoleArbiter.
+  core::Counter& role_requests;        // ROLE_REQUESTs sent (MASTER or SLAVE)
+  core::Counter& role_master;          // ROLE_REPLY confirming MASTER
+  core::Counter& role_slave;           // ROLE_REPLY confirming SLAVE
+  core::Counter& role_refused;         // MASTER request refused (stale generation, or a reply not MASTER)
+  core::Counter& role_slave_refused;   // SLAVE request refused (stale generation)
+  core::Counter& role_is_slave_errors; // OFPBRC_IS_SLAVE received for something we wrote
+  core::Counter& role_demoted;         // an up (or configuring) switch returned to standby
+  core::Counter& role_unknown_switch;  // set_role for a dpid not connected here (ignored)
+  core::Counter& packet_in_not_master; // PACKET_IN on a connection that is not up as master
+  core::Counter& flow_removed_not_master;
+  core::Gauge& role_mastered;          // switches on which the switch confirmed us MASTER
+  core::Histogram& role_rtt;           // ROLE_REQUEST -> ROLE_REPLY (or ERROR), ns
 };
 
 }  // namespace sdn::southbound

@@ -1,9 +1,13 @@
 // A blocking, byte-level OpenFlow switch for runtime tests: sends exactly the bytes a test
 // wants (including malformed ones) and reads the controller's messages with a deadline.
+// serve_until() plays a well-behaved switch instead, with OpenFlow roles as Open vSwitch
+// implements them (RoleBook).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,6 +22,18 @@
 #include "ofp/message.hpp"
 
 namespace sdn::test {
+
+class RawSwitch;
+
+// What one switch keeps across its connections to several controllers (OpenFlow 1.3.5, 6.3.6):
+// the largest generation_id a MASTER or SLAVE request carried (a smaller one is stale,
+// compared as a signed 64-bit distance), and every connection, so a new master demotes the
+// previous one to slave. Connections sharing a book are the same switch; single-threaded use.
+struct RoleBook {
+  bool have_generation = false;
+  uint64_t max_generation = 0;
+  std::vector<RawSwitch*> conns;
+};
 
 class RawSwitch {
  public:
@@ -57,8 +73,19 @@ class RawSwitch {
     }
   }
 
+  ~RawSwitch() { leave_book(); }
+  RawSwitch(const RawSwitch&) = delete;
+  RawSwitch& operator=(const RawSwitch&) = delete;
+
   // Completes the switch side of the handshake; returns false on any surprise.
   bool handshake(uint64_t dpid, uint32_t n_ports = 2) {
+    if (!handshake_ports(dpid, n_ports)) return false;
+    return answer_setup();
+  }
+
+  // HELLO, FEATURES and the port description only: what a controller in cluster mode needs
+  // before it asks its arbiter for a role (no set-up follows until it is master).
+  bool handshake_ports(uint64_t dpid, uint32_t n_ports = 2) {
     send(1, ofp::Hello{});
     if (!recv_type(ofp::Type::kHello)) return false;
     auto fr = recv_type(ofp::Type::kFeaturesRequest);
@@ -82,6 +109,11 @@ class RawSwitch {
     }
     rep.body = ports;
     send(pd->xid, rep);
+    return true;
+  }
+
+  // Answers the controller's set-up until its barrier.
+  bool answer_setup() {
     // SET_CONFIG, FLOW_MOD delete, FLOW_MOD table-miss, BARRIER_REQUEST
     while (true) {
       auto m = recv();
@@ -120,6 +152,46 @@ class RawSwitch {
     return false;
   }
 
+  // Joins a switch's role book: ROLE_REQUESTs are then answered by serve_until() as OVS does.
+  void join_book(std::shared_ptr<RoleBook> book) {
+    leave_book();
+    book_ = std::move(book);
+    book_->conns.push_back(this);
+  }
+
+  // Plays the switch until `done()` holds (checked before each read) or `timeout` passes:
+  // answers ECHO, BARRIER, the meter probe and (with a book) ROLE_REQUEST; refuses writes
+  // from a slave connection with OFPBRC_IS_SLAVE (6.3.6). Every message is kept in received.
+  bool serve_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      if (done()) return true;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return done();
+      auto m = recv(std::min(left, std::chrono::milliseconds(5)));
+      if (!m) {
+        if (eof_) return done();
+        continue;
+      }
+      answer(*m);
+      if (auto* po = std::get_if<ofp::PacketOut>(&m->body)) po->data = {};  // it pointed into last_frame_
+      received.push_back(std::move(*m));
+    }
+  }
+  // Plays the switch for `d` (to check that something does not happen).
+  void serve_for(std::chrono::milliseconds d) {
+    serve_until([] { return false; }, d);
+  }
+
+  // The messages of type `t` in received.
+  template <class T>
+  std::vector<T> received_of() const {
+    std::vector<T> out;
+    for (const auto& m : received)
+      if (const auto* b = std::get_if<T>(&m.body)) out.push_back(*b);
+    return out;
+  }
+
   bool eof() const { return eof_; }
   std::vector<ofp::Message>& skipped() { return skipped_; }
   void close() {
@@ -130,6 +202,28 @@ class RawSwitch {
   std::vector<ofp::FlowMod> setup_flows;
   std::optional<ofp::SetConfig> set_config;
   std::optional<ofp::MeterFeatures> meter_features;  // what to answer the meter probe with
+  uint32_t role = ofp::kRoleEqual;                    // this connection's role (with a book)
+  bool hold_role_replies = false;                     // serve_until leaves ROLE_REQUESTs unanswered
+  std::vector<ofp::Message> received;                 // everything serve_until read
+  size_t is_slave_sent = 0;
+
+  // The switch side of one ROLE_REQUEST (6.3.6), as serve_until answers it.
+  void answer_role(const ofp::Message& m) {
+    const auto& rq = std::get<ofp::RoleRequest>(m.body).role;
+    if (rq.role == ofp::kRoleMaster || rq.role == ofp::kRoleSlave) {
+      if (book_->have_generation && static_cast<int64_t>(rq.generation_id - book_->max_generation) < 0) {
+        send_error(m.xid, ofp::err::kRoleRequestFailed, ofp::err::kRrfcStale);
+        return;
+      }
+      book_->have_generation = true;
+      book_->max_generation = rq.generation_id;
+    }
+    if (rq.role == ofp::kRoleMaster)
+      for (auto* c : book_->conns)
+        if (c != this && c->role == ofp::kRoleMaster) c->role = ofp::kRoleSlave;
+    if (rq.role != ofp::kRoleNoChange) role = rq.role;
+    send(m.xid, ofp::RoleReply{ofp::RoleMsg{role, book_->max_generation}});
+  }
 
  private:
   // Reads bytes until one whole frame is buffered.
@@ -159,12 +253,56 @@ class RawSwitch {
   }
   bool wait_readable(std::chrono::milliseconds timeout);
 
+  void leave_book() {
+    if (!book_) return;
+    std::erase(book_->conns, this);
+    book_.reset();
+  }
+  // An ERROR carrying the first 64 bytes of the frame last read (7.4.4).
+  void send_error(uint32_t xid, uint16_t type, uint16_t code) {
+    ofp::ErrorMsg e{type, code, {}};
+    e.data.assign(last_frame_.begin(), last_frame_.begin() + static_cast<long>(std::min<size_t>(64, last_frame_.size())));
+    send(xid, e);
+  }
+  void answer(const ofp::Message& m) {
+    switch (ofp::type_of(m.body)) {
+      case ofp::Type::kEchoRequest:
+        send(m.xid, ofp::EchoReply{std::get<ofp::EchoRequest>(m.body).data});
+        break;
+      case ofp::Type::kBarrierRequest:
+        send(m.xid, ofp::BarrierReply{});
+        break;
+      case ofp::Type::kRoleRequest:
+        if (book_ && !hold_role_replies) answer_role(m);
+        break;
+      case ofp::Type::kMultipartRequest:
+        if (std::get<ofp::MultipartRequest>(m.body).type == ofp::MultipartType::kMeterFeatures)
+          send(m.xid, ofp::ErrorMsg{ofp::err::kBadRequest, ofp::err::kBrcBadMultipart, {}});
+        break;
+      case ofp::Type::kFlowMod:
+      case ofp::Type::kPacketOut:
+      case ofp::Type::kGroupMod:
+      case ofp::Type::kMeterMod:
+      case ofp::Type::kSetConfig:
+      case ofp::Type::kPortMod:
+      case ofp::Type::kTableMod:
+        if (book_ && role == ofp::kRoleSlave) {
+          ++is_slave_sent;
+          send_error(m.xid, ofp::err::kBadRequest, ofp::err::kBrcIsSlave);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
   asio::io_context io_;
   asio::ip::tcp::socket sock_;
   ofp::Bytes buf_;
   ofp::Bytes last_frame_;
   bool eof_ = false;
   std::vector<ofp::Message> skipped_;
+  std::shared_ptr<RoleBook> book_;
 };
 
 }  // namespace sdn::test
