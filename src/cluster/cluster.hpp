@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,21 @@ struct ClusterConfig {
 
 // Reads [cluster] (every key validated; errors name the key).
 ClusterConfig cluster_config_from(core::Config& cfg);
+// The checks start() makes (the same rules as cluster_config_from, by key name).
+Expected<void, std::string> check_cluster_config(const ClusterConfig& cfg);
+
+// What happened so far (also in state()["counters"]).
+struct ClusterCounters {
+  uint64_t leases_acquired = 0;   // switch and leader leases taken (including taken back)
+  uint64_t leases_lost = 0;       // found gone or owned by another when renewing or checking
+  uint64_t handovers = 0;         // switches released to their preferred owner (balance)
+  uint64_t renew_failures = 0;    // renew rounds that did not get an answer
+  uint64_t redis_errors = 0;      // failed connects, broken connections, error replies
+  uint64_t reconnects = 0;        // connections re-established after one was lost
+  uint64_t sentinel_lookups = 0;  // masters asked of Sentinel
+  uint64_t fenced_writes_refused = 0;
+  uint64_t self_demotions = 0;    // leases given up locally: not renewed before their deadline
+};
 
 // A named leadership held through a lease (rotation leader).
 struct LeaderEvents {
@@ -89,6 +105,19 @@ class Cluster final : public southbound::RoleArbiter {
   // Status for the stats file and the REST API: members, the switches this instance masters
   // with their generations, leaderships, counters (cluster.*).
   nlohmann::json state() const;
+
+  ClusterCounters counters() const;
+  // The switches this instance masters now, with their generations.
+  std::map<uint64_t, uint64_t> masters() const;
+  // The live members as last read from Redis (sorted instance ids).
+  std::vector<std::string> members() const;
+  // Whether the lease thread holds a working Redis connection, and to which "host:port".
+  bool redis_connected() const;
+  std::string redis_address() const;
+
+  // Test hook: a frozen lease thread does nothing at all (no renewal, no local demotion, no
+  // events handled), like a stopped process; get/set/fenced_set still work.
+  void freeze_for_test(bool frozen);
 
  private:
   struct Impl;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "data/sentinel.hpp"
+
 namespace sdn::data {
 namespace {
 
@@ -38,6 +40,12 @@ DataConfig data_config_from(core::Config& c) {
   r.port = static_cast<uint16_t>(c.get_int("redis", "port", r.port, 1, 65535));
   r.user = c.get_string("redis", "user", r.user);
   r.password = c.get_string("redis", "password", r.password);
+  r.sentinels = c.get_string_list("redis", "sentinels", {});
+  r.sentinel_master = c.get_string("redis", "sentinel_master", "");
+  for (const auto& s : r.sentinels)
+    if (auto hp = parse_host_port(s); !hp) c.add_problem("redis.sentinels: " + hp.error());
+  if (!r.sentinel_master.empty() && r.sentinels.empty())
+    c.add_problem("redis.sentinel_master: set, but redis.sentinels lists no sentinel");
   r.batch_size = static_cast<std::size_t>(c.get_int("redis", "batch_size", 100, 1, 1'000'000));
   r.flush_interval =
       std::chrono::microseconds(c.get_int("redis", "flush_interval_us", 1000, 0, 10'000'000));

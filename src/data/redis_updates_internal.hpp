@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/log.hpp"
+#include "data/sentinel.hpp"
 #include "data/updates.hpp"
 
 namespace sdn::data::redis_detail {
@@ -73,7 +74,18 @@ inline void consume_pending_sigpipe() {
 
 // Connects, sets socket timeouts (so no call blocks longer than connect_timeout) and
 // authenticates when a password is configured.
+// With [redis] sentinel_master set, the master is found through Sentinel and its ROLE checked.
 inline ContextPtr open_connection(const RedisConfig& cfg, std::string& err) {
+  if (!cfg.sentinel_master.empty()) {
+    RedisEndpoint ep;
+    ep.sentinels = cfg.sentinels;
+    ep.sentinel_master = cfg.sentinel_master;
+    ep.user = cfg.user;
+    ep.password = cfg.password;
+    ep.timeout = cfg.connect_timeout;
+    ep.sentinel_timeout = std::min(cfg.connect_timeout, std::chrono::milliseconds(300));
+    return ContextPtr(open_redis_master(ep, err));
+  }
   const timeval tv = to_timeval(cfg.connect_timeout);
   ContextPtr c(redisConnectWithTimeout(cfg.host.c_str(), cfg.port, tv));
   if (!c) {

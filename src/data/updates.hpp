@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/expected.hpp"
 #include "data/key.hpp"
@@ -80,6 +81,10 @@ struct RedisConfig {
   uint16_t port = 6379;
   std::string user;      // Redis 6 ACL user; empty = default
   std::string password;  // empty = no AUTH
+  // Redis Sentinel (data/sentinel.hpp): with sentinel_master set, host/port are ignored and the
+  // master is asked of these sentinels ("host:port", in turn) at every (re)connect.
+  std::vector<std::string> sentinels;
+  std::string sentinel_master;
   std::size_t batch_size = 100;                 // records per pipelined write
   std::chrono::microseconds flush_interval{1000};  // oldest queued record waits at most this
   std::size_t max_buffered = 100000;            // kept while Redis is away; beyond: dropped, counted
