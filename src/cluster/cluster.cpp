@@ -368,7 +368,9 @@ struct Cluster::Impl {
     consume_pending_sigpipe();
     SDN_LOG_RATELIMITED(spdlog::level::warn, "cluster {}: cannot reach Redis: {}", id, link.last_error());
     next_connect = now + backoff;
-    backoff = std::min(backoff * 2, milliseconds(500));
+    // Capped low: a refused connection costs little, and after a Redis failover the new master
+    // is found by the first attempt after Sentinel names it.
+    backoff = std::min(backoff * 2, std::clamp(cfg.renew_interval, milliseconds(50), milliseconds(500)));
   }
 
   void handle(Event& e) {

@@ -158,6 +158,8 @@ class SentinelSetup {
   // false with error() set otherwise.
   bool start(int sentinels = 1, int quorum = 1, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
     if (dir_.empty()) return fail("no temp dir");
+    // No 5 s wait before the replica's first sync (repl-diskless-sync-delay defaults to 5).
+    master_.set_extra_args({"--repl-diskless-sync-delay", "0"});
     if (!master_.start()) return fail("master: " + master_.error());
     replica_.set_extra_args({"--replicaof", "127.0.0.1", std::to_string(master_.port())});
     if (!replica_.start()) return fail("replica: " + replica_.error());
