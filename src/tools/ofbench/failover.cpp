@@ -27,7 +27,9 @@ std::vector<asio::ip::tcp::endpoint> Bench::endpoints() const {
   const std::vector<std::string> names = o_.controllers.empty() ? std::vector<std::string>{o_.controller} : o_.controllers;
   for (const auto& n : names) {
     auto ep = parse_endpoint(n);
-    if (!ep) throw std::invalid_argument("bad controller address '" + n + "' (host:port)");
+    if (!ep)
+      throw std::invalid_argument((o_.controllers.empty() ? "bad --controller '" : "bad --controllers entry '") + n +
+                                  "' (host:port)");
     eps.push_back(*ep);
   }
   return eps;
