@@ -119,7 +119,9 @@ Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, cons
           auto due = s ? s->due_for("topology", data::kProducer, {},
                                     {{std::string(apps::topology::kTopologyPattern), std::nullopt}})
                        : nullptr;
-          *svc = std::make_shared<apps::topology::TopologyService>(topo, std::move(due));
+          apps::topology::TopologyConfig tc = topo;
+          if (s && s->remote_switch) tc.remote_switch = s->remote_switch;
+          *svc = std::make_shared<apps::topology::TopologyService>(tc, std::move(due));
         }
         auto app = std::make_unique<apps::topology::Topology>(*svc, shard);
         if (s && shard == apps::topology::kHomeShard) {
@@ -145,7 +147,9 @@ Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, cons
                                     {{std::string(apps::topology::kTopologyPattern), std::nullopt}},
                                     {{"network/cpam/**", std::nullopt}})
                        : nullptr;
-          *svc = std::make_shared<apps::cpam::CpamService>(cpam, std::move(due), s ? s->metrics : nullptr);
+          *svc = s && s->cluster
+                     ? std::make_shared<apps::cpam::CpamService>(cpam, std::move(due), s->metrics, s->cluster)
+                     : std::make_shared<apps::cpam::CpamService>(cpam, std::move(due), s ? s->metrics : nullptr);
           if (s) {
             s->cpam = *svc;
             std::weak_ptr<apps::cpam::CpamService> ws = *svc;

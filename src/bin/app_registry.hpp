@@ -20,6 +20,9 @@
 namespace sdn::apps::cpam {
 class CpamService;
 }
+namespace sdn::cluster {
+class Cluster;
+}
 namespace sdn::apps::ids {
 class Sampler;
 class Detector;
@@ -41,6 +44,11 @@ class AppSet {
   // Set by make_apps when an app needs the whole controller on one event loop (CPAM's
   // cooperative runtime mode): the caller then runs one shard.
   bool single_shard = false;
+  // Set by the caller when [cluster] is on (docs/cluster.md), before the first factory runs:
+  // the cluster (CPAM's shared state and rotation leader), and whether a switch this instance
+  // does not master is connected to it (the topology's links to a peer's switches).
+  std::shared_ptr<cluster::Cluster> cluster;
+  std::function<bool(uint64_t dpid)> remote_switch;
   // The CPAM service once its first instance exists (null when cpam is not configured): what
   // the northbound API's CPAM hooks reach.
   std::shared_ptr<apps::cpam::CpamService> cpam;

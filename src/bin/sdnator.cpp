@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,7 @@
 #include "bin/northbound_wiring.hpp"
 #include "bin/data_cli.hpp"
 #include "bin/fleet_wiring.hpp"
+#include "cluster/cluster.hpp"
 #include "core/config.hpp"
 #include "core/log.hpp"
 #include "core/metrics.hpp"
@@ -190,6 +192,7 @@ int run(const RunOptions& opt) {
   if (opt.shards >= 0) sb.shards = static_cast<unsigned>(opt.shards);
   auto apps = sdn::bin::make_apps(cfg, opt.apps);
   auto data_cfg = sdn::data::data_config_from(cfg);
+  auto cluster_cfg = sdn::cluster::cluster_config_from(cfg);
   // An address the user chose must work; the default one may be taken by another instance on
   // this machine (tests, the evaluation), and then the API is off with a warning.
   const bool api_explicit = !opt.api_listen.empty() || cfg.has("northbound", "listen") || cfg.has("northbound", "tls_cert");
@@ -223,8 +226,49 @@ int run(const RunOptions& opt) {
     spdlog::error("{}", backends.error());
     return 1;
   }
+  // The cluster (docs/cluster.md): member heartbeat, switch mastership, leaders. Started before
+  // the listener, so that the first switch already finds its arbiter.
+  std::shared_ptr<sdn::cluster::Cluster> cluster;
+  if (cluster_cfg.enabled) {
+    cluster = std::make_shared<sdn::cluster::Cluster>(cluster_cfg);
+    if (auto r = cluster->start(); !r) {
+      spdlog::error("cluster: {}", r.error());
+      return 1;
+    }
+    spdlog::info("cluster '{}': instance {} (redis {}{})", cluster_cfg.name, cluster->instance_id(),
+                 fmt::join(cluster_cfg.redis, ","),
+                 cluster_cfg.sentinel_master.empty() ? "" : " via sentinel master " + cluster_cfg.sentinel_master);
+  }
+  // In a cluster one Coordinator serves every instance (they share Data Updates on Redis): the
+  // instance leading "coordinator" runs it, and a successor starts its own when that one goes
+  // (its hello makes every DUE register again). The others run none.
+  std::mutex coord_mu;  // guards `coordinator` while the cluster's thread may swap it
   std::unique_ptr<sdn::data::Coordinator> coordinator;
-  if (data_cfg.coordinator.enabled) {
+  if (cluster && data_cfg.coordinator.enabled) {
+    sdn::cluster::LeaderEvents ev;
+    ev.gained = [&coord_mu, &coordinator, &backends, &data_cfg](uint64_t gen) {
+      auto c = std::make_unique<sdn::data::Coordinator>(*backends, data_cfg.coordinator, data_cfg.due);
+      if (auto r = c->start(); !r) {
+        spdlog::error("coordinator (cluster leader, generation {}): {}", gen, r.error());
+        return;
+      }
+      spdlog::info("coordinator: this instance leads (generation {})", gen);
+      std::lock_guard lock(coord_mu);
+      coordinator = std::move(c);
+    };
+    ev.lost = [&coord_mu, &coordinator] {
+      std::unique_ptr<sdn::data::Coordinator> c;
+      {
+        std::lock_guard lock(coord_mu);
+        c = std::move(coordinator);
+      }
+      if (c) {
+        spdlog::warn("coordinator: leadership lost, stopping it here");
+        c->stop();
+      }
+    };
+    cluster->lead("coordinator", std::move(ev));
+  } else if (data_cfg.coordinator.enabled) {
     coordinator = std::make_unique<sdn::data::Coordinator>(*backends, data_cfg.coordinator, data_cfg.due);
     if (auto r = coordinator->start(); !r) {
       spdlog::error("coordinator: {}", r.error());
@@ -233,7 +277,7 @@ int run(const RunOptions& opt) {
   }
   spdlog::info("data layer: updates={} archive={} coordinator={}", (*backends)->updates().name(),
                (*backends)->archive() ? (*backends)->archive()->name() : std::string_view("none"),
-               coordinator ? "on" : "off");
+               cluster ? "cluster leader" : coordinator ? "on" : "off");
 
   if ((*apps)->single_shard && sb.shards != 1) {
     spdlog::info("cpam.runtime = \"cooperative\": running one shard (was {})", sb.shards);
@@ -243,8 +287,22 @@ int run(const RunOptions& opt) {
   (*apps)->backends = *backends;
   (*apps)->due_config = data_cfg.due;
   (*apps)->metrics = &metrics;
+  // The topology's links to a peer's switches: a switch connected here (as a slave) counts.
+  auto ctl_ref = std::make_shared<std::atomic<sdn::southbound::Controller*>>(nullptr);
+  if (cluster) {
+    (*apps)->cluster = cluster;
+    (*apps)->remote_switch = [ctl_ref](uint64_t dpid) {
+      auto* c = ctl_ref->load(std::memory_order_acquire);
+      if (c == nullptr) return false;
+      for (const auto& s : c->switches())
+        if (s.dpid == dpid) return true;
+      return false;
+    };
+  }
   sdn::core::ShardPool pool(sb.shards);
   sdn::southbound::Controller ctl(pool, sb, metrics, (*apps)->factories);
+  ctl_ref->store(&ctl, std::memory_order_release);
+  if (cluster) ctl.set_role_arbiter(cluster);
   pool.start();
   auto ep = ctl.listen();
   if (!ep) {
@@ -261,7 +319,10 @@ int run(const RunOptions& opt) {
   // have published much; it sees every Data Updates record from here on.
   std::unique_ptr<sdn::northbound::Server> api;
   if (nb_cfg.enabled) {
-    auto data_stats = [&] { return data_stats_json(**backends, coordinator.get()); };
+    auto data_stats = [&] {
+      std::lock_guard lock(coord_mu);
+      return data_stats_json(**backends, coordinator.get());
+    };
     auto process_stats = [&] {
       auto [rss, threads] = self_rss_threads();
       return nlohmann::json{{"rss_bytes", rss},
@@ -269,8 +330,10 @@ int run(const RunOptions& opt) {
                             {"uptime_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()},
                             {"shards", pool.size()}};
     };
-    auto sources = sdn::bin::northbound_sources(ctl, metrics, *backends, coordinator.get(), **apps, nb_cfg.request_timeout,
-                                                data_stats, process_stats);
+    // In a cluster the Coordinator comes and goes with its leadership: the API does not hold it.
+    auto sources = sdn::bin::northbound_sources(ctl, metrics, *backends, cluster ? nullptr : coordinator.get(), **apps,
+                                                nb_cfg.request_timeout, data_stats, process_stats);
+    if (cluster) sources.cluster = [cluster] { return cluster->state(); };
     sources.version = SDNATOR_VERSION;
     api = std::make_unique<sdn::northbound::Server>(nb_cfg, std::move(sources));
     auto port = api->start();
@@ -299,7 +362,11 @@ int run(const RunOptions& opt) {
   std::function<void()> write_stats = [&] {
     if (stats_file.empty()) return;
     auto j = stats_json(ctl, **apps, *ep, started, pool.size());
-    j["data"] = data_stats_json(**backends, coordinator.get());
+    {
+      std::lock_guard lock(coord_mu);
+      j["data"] = data_stats_json(**backends, coordinator.get());
+    }
+    if (cluster) j["cluster"] = cluster->state();
     write_atomically(stats_file, j.dump(1));
   };
   std::function<void()> arm = [&] {
@@ -322,7 +389,13 @@ int run(const RunOptions& opt) {
   ctl.stop();
   pool.stop();
   pool.join();
-  if (coordinator) coordinator->stop();
+  // Leases released (the peers take the switches over at once), then the Coordinator stops
+  // with its leadership.
+  if (cluster) cluster->stop();
+  {
+    std::lock_guard lock(coord_mu);
+    if (coordinator) coordinator->stop();
+  }
   write_stats();
   const auto& c = ctl.counters();
   spdlog::info("shutdown: {} connections accepted, {} messages in, {} out in {} writes", c.accepted.value(),

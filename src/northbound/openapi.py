@@ -68,6 +68,8 @@ BLOCK = {"type": "object", "required": ["mac"], "additionalProperties": False, "
 ROUTES = [
     ("get", "/api/v1", "Index: version and every route", [], None, {}, OBJ),
     ("get", "/api/v1/health", "Liveness: status, version, uptime, switch count", [], None, {}, OBJ),
+    ("get", "/api/v1/cluster", "The cluster as this instance sees it: members, the switches it masters and their "
+     "fencing generations, leaderships, counters ({\"enabled\": false} when not in a cluster)", [], None, {}, OBJ),
     ("get", "/api/v1/openapi.json", "This document", [], None, {}, OBJ),
     ("get", "/api/v1/switches", "Connected switches", [], None, {}, ARR),
     ("get", "/api/v1/switches/{dpid}", "One switch: features and ports", [DPID], None, {"404": "not connected"}, OBJ),

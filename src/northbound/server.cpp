@@ -464,6 +464,12 @@ void Server::Impl::install_handlers() {
   serve_asset(http, "/style.css", "style.css", "text/css; charset=utf-8");
   serve_asset(http, "/api/v1/openapi.json", "openapi.json", "application/json");
 
+  // The cluster as this instance sees it (docs/cluster.md); {"enabled": false} on its own.
+  http.Get("/api/v1/cluster", [&s](const httplib::Request&, httplib::Response& res) {
+    Json j = s.src.cluster ? s.src.cluster() : Json::object();
+    j["enabled"] = static_cast<bool>(s.src.cluster);
+    reply_json(res, 200, j);
+  });
   http.Get("/api/v1/health", [&s](const httplib::Request&, httplib::Response& res) {
     reply_json(res, 200,
                {{"status", "ok"},

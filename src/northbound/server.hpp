@@ -95,6 +95,7 @@ struct Sources {
   std::function<nlohmann::json()> app_stats;       // {app: {counter: n}}
   std::function<nlohmann::json()> data_stats;      // updates/archive stats
   std::function<nlohmann::json()> process_stats;   // rss_bytes, threads, uptime_s, ...
+  std::function<nlohmann::json()> cluster;         // members, masterships, leaders (cluster mode)
   std::optional<CpamHooks> cpam;
   IdsHooks ids;
   std::string version;
