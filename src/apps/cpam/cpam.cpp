@@ -252,6 +252,8 @@ void Cpam::on_start(southbound::Runtime& rt, unsigned shard) {
 
 void Cpam::on_stop() {
   stopped_ = true;
+  // Cluster: no more renewals; this instance's records expire with their TTL.
+  if (shard_ == 0 && svc_->link_ != nullptr) svc_->link_->stop();
   sub_.cancel();
   if (!samples_.empty()) svc_->write_samples(samples_);
   samples_.clear();

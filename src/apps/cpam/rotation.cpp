@@ -335,7 +335,12 @@ void Cpam::run_batch(size_t i) {
                    });
     };
     const uint64_t dpid = sb.dpid;
-    if (!rt_->with_switch(dpid, std::move(send))) preinstall_left_->fetch_sub(n);
+    if (!rt_->with_switch(dpid, std::move(send))) {
+      preinstall_left_->fetch_sub(n);
+      // In a cluster a switch this instance does not master gets its rules from its own master
+      // (apply_shared): not a failure here.
+      if (svc_->clustered()) preinstall_sent_ -= n;
+    }
   }
   const size_t batches = (pending_.size() + cfg_.batch_hosts - 1) / cfg_.batch_hosts;
   if (i + 1 < batches) {
