@@ -215,6 +215,12 @@ inline constexpr uint32_t kRoleNoChange = 0;  // OFPCR_ROLE_NOCHANGE
 inline constexpr uint32_t kRoleEqual = 1;     // OFPCR_ROLE_EQUAL
 inline constexpr uint32_t kRoleMaster = 2;    // OFPCR_ROLE_MASTER
 inline constexpr uint32_t kRoleSlave = 3;     // OFPCR_ROLE_SLAVE
+// What Open vSwitch sends an OpenFlow 1.3 controller whose role another controller's request
+// changed: the 1.4 OFPT_ROLE_STATUS (7.4.4 of 1.4) as an ONF experimenter message (ONF EXT-191),
+// 32 bytes: header, experimenter, exp_type, role (4), reason (1), pad (3), generation_id (8).
+inline constexpr uint32_t kOnfExperimenterId = 0x4f4e4600;  // "ONF\0"
+inline constexpr uint32_t kOnfRoleStatus = 1911;            // ONFT_ROLE_STATUS
+inline constexpr size_t kOnfRoleStatusLen = 32;
 
 struct RoleMsg {               // 7.3.9; role 0 NOCHANGE 1 EQUAL 2 MASTER 3 SLAVE
   uint32_t role = 0;

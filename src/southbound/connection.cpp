@@ -210,6 +210,8 @@ bool Connection::handle_frame(std::span<const uint8_t> frame) {
   if (h.type == ofp::Type::kPacketIn && state_ == State::kUp && cfg_.dos.pin_limit &&
       !admit_packet_in(pin_limiter_, frame, last_rx_, counters_, features_.datapath_id))
     return true;
+  // The codec has no experimenter messages; in cluster mode one of them matters (ROLE_STATUS).
+  if (h.type == ofp::Type::kExperimenter && arbiter_ && handshake_done_ && on_role_status(frame)) return true;
   auto msg = ofp::decode(frame);
   if (!msg) {
     counters_.err_decode.inc();
@@ -469,10 +471,10 @@ void Connection::on_role_reply(uint64_t seq, Role asked, uint64_t generation, bo
                    err ? fmt::format(" (error type {} code {})", err->type, err->code) : std::string());
       return;
     }
-    counters_.role_slave.inc();
     if (role_ != Role::kSlave || role_gen_ != generation)
       spdlog::info("switch {:016x}: slave (generation {})", features_.datapath_id, generation);
     set_confirmed_role(Role::kSlave, generation);
+    counters_.role_slave.inc();  // counted once the state shows it (tests and stats read both)
     return;
   }
   if (rr == nullptr || rr->role.role != ofp::kRoleMaster) {
@@ -484,10 +486,10 @@ void Connection::on_role_reply(uint64_t seq, Role asked, uint64_t generation, bo
       refuse_mastership(seq, generation, "reply not MASTER");
     return;
   }
-  counters_.role_master.inc();
   if (role_ != Role::kMaster || role_gen_ != generation)
     spdlog::info("switch {:016x}: master (generation {}, {})", features_.datapath_id, generation, fresh ? "fresh" : "takeover");
   set_confirmed_role(Role::kMaster, generation);
+  counters_.role_master.inc();
   if (current && state_ == State::kStandby) {
     // fresh: nobody mastered the switch before, so clear-on-connect may delete; a takeover
     // keeps the previous master's flows and the apps resynchronise on on_switch_up.
@@ -514,6 +516,43 @@ void Connection::on_is_slave(uint32_t xid) {
   spdlog::info("switch {:016x}: OFPBRC_IS_SLAVE for xid {} (generation {}): telling the arbiter", features_.datapath_id,
                xid, wanted_gen_);
   arbiter_->mastership_refused(features_.datapath_id, wanted_gen_);
+}
+
+bool Connection::on_role_status(std::span<const uint8_t> f) {
+  if (f.size() != ofp::kOnfRoleStatusLen) return false;  // every index below is < 32
+  auto be = [&](size_t off, size_t n) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v = (v << 8) | f[off + i];
+    return v;
+  };
+  if (be(8, 4) != ofp::kOnfExperimenterId || be(12, 4) != ofp::kOnfRoleStatus) return false;
+  const auto role = static_cast<uint32_t>(be(16, 4));
+  const uint8_t reason = f[20];  // 0 OFPCRR_MASTER_REQUEST, 1 CONFIG, 2 EXPERIMENTER
+  const uint64_t generation = be(24, 8);
+  if (role != ofp::kRoleSlave) {
+    spdlog::debug("switch {:016x}: ROLE_STATUS role {} reason {} generation {}", features_.datapath_id, role, reason, generation);
+    return true;
+  }
+  if (static_cast<int64_t>(generation - wanted_gen_) < 0) {
+    // Older than our latest decision, whose ROLE_REQUEST the switch answers after this notice.
+    spdlog::debug("switch {:016x}: ROLE_STATUS slave generation {} older than ours ({})", features_.datapath_id,
+                  generation, wanted_gen_);
+    return true;
+  }
+  // Another controller became master with `generation`: the switch no longer takes our writes.
+  // Act on it now (the apps stop) instead of waiting for OFPBRC_IS_SLAVE, and let the arbiter
+  // re-check its lease; its set_role follows.
+  const bool acting = role_ == Role::kMaster || state_ == State::kUp || state_ == State::kConfiguring;
+  spdlog::info("switch {:016x}: slave (generation {}: another controller became master)", features_.datapath_id,
+               generation);
+  set_confirmed_role(Role::kSlave, generation);
+  to_standby("another controller became master");
+  counters_.role_status_slave.inc();
+  if (acting && !is_slave_reported_) {
+    is_slave_reported_ = true;
+    arbiter_->mastership_refused(features_.datapath_id, wanted_gen_);
+  }
+  return true;
 }
 
 void Connection::to_standby(const char* why) {

@@ -86,6 +86,9 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
                      const ofp::Message* reply, const ofp::ErrorMsg* err);
   void refuse_mastership(uint64_t seq, uint64_t generation, const char* why);
   void on_is_slave(uint32_t xid);
+  // An ONF ROLE_STATUS (Open vSwitch's notice that another controller took the switch); false
+  // when the frame is not one (it then takes the normal path).
+  bool on_role_status(std::span<const uint8_t> frame);
   // From kConfiguring or kUp back to kStandby (apps see the switch go down; connection kept).
   void to_standby(const char* why);
   void set_confirmed_role(Role r, uint64_t generation);

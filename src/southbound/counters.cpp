@@ -54,6 +54,7 @@ Counters::Counters(core::Metrics& m)
       role_slave_refused(m.counter("southbound.role.slave_refused")),
       role_is_slave_errors(m.counter("southbound.role.is_slave_errors")),
       role_demoted(m.counter("southbound.role.demoted")),
+      role_status_slave(m.counter("southbound.role.status_slave")),
       role_unknown_switch(m.counter("southbound.role.unknown_switch")),
       packet_in_not_master(m.counter("southbound.role.packet_in_not_master")),
       flow_removed_not_master(m.counter("southbound.role.flow_removed_not_master")),

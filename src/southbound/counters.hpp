@@ -68,6 +68,7 @@ struct Counters {
   core::Counter& role_slave_refused;   // SLAVE request refused (stale generation)
   core::Counter& role_is_slave_errors; // OFPBRC_IS_SLAVE received for something we wrote
   core::Counter& role_demoted;         // an up (or configuring) switch returned to standby
+  core::Counter& role_status_slave;    // ONF ROLE_STATUS: the switch made us slave (another master)
   core::Counter& role_unknown_switch;  // set_role for a dpid not connected here (ignored)
   core::Counter& packet_in_not_master; // PACKET_IN on a connection that is not up as master
   core::Counter& flow_removed_not_master;

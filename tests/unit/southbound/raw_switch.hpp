@@ -30,6 +30,7 @@ class RawSwitch;
 // compared as a signed 64-bit distance), and every connection, so a new master demotes the
 // previous one to slave. Connections sharing a book are the same switch; single-threaded use.
 struct RoleBook {
+  bool role_status = true;  // tell a demoted master with an ONF ROLE_STATUS, as OVS 3.1 does
   bool have_generation = false;
   uint64_t max_generation = 0;
   std::vector<RawSwitch*> conns;
@@ -220,7 +221,10 @@ class RawSwitch {
     }
     if (rq.role == ofp::kRoleMaster)
       for (auto* c : book_->conns)
-        if (c != this && c->role == ofp::kRoleMaster) c->role = ofp::kRoleSlave;
+        if (c != this && c->role == ofp::kRoleMaster) {
+          c->role = ofp::kRoleSlave;
+          if (book_->role_status) c->send_role_status(ofp::kRoleSlave, 0, rq.generation_id);
+        }
     if (rq.role != ofp::kRoleNoChange) role = rq.role;
     send(m.xid, ofp::RoleReply{ofp::RoleMsg{role, book_->max_generation}});
   }
@@ -257,6 +261,24 @@ class RawSwitch {
     if (!book_) return;
     std::erase(book_->conns, this);
     book_.reset();
+  }
+  // ONF ROLE_STATUS (ofp::kOnfRoleStatus): header, experimenter, exp_type, role, reason, pad, generation.
+  void send_role_status(uint32_t r, uint8_t reason, uint64_t generation) {
+    ofp::Bytes f;
+    auto put = [&f](uint64_t v, int n) {
+      for (int i = n - 1; i >= 0; --i) f.push_back(static_cast<uint8_t>(v >> (8 * i)));
+    };
+    put(ofp::kVersion, 1);
+    put(static_cast<uint8_t>(ofp::Type::kExperimenter), 1);
+    put(ofp::kOnfRoleStatusLen, 2);
+    put(0, 4);
+    put(ofp::kOnfExperimenterId, 4);
+    put(ofp::kOnfRoleStatus, 4);
+    put(r, 4);
+    put(reason, 1);
+    put(0, 3);
+    put(generation, 8);
+    send_bytes(f);
   }
   // An ERROR carrying the first 64 bytes of the frame last read (7.4.4).
   void send_error(uint32_t xid, uint16_t type, uint16_t code) {

@@ -336,11 +336,12 @@ TEST(Roles, PromotedSlaveIsSetUpWithTheDeleteOnlyWhenFresh) {
 }
 
 // Two instances, one switch (two connections sharing a RoleBook): B takes over with a newer
-// generation; the switch makes A a slave without telling it, A's next write gets IS_SLAVE and
-// its arbiter hears of it once; A's arbiter then demotes it.
+// generation; the switch makes A a slave without telling it (the 1.3 spec sends no ROLE_STATUS),
+// A's next write gets IS_SLAVE and its arbiter hears of it once; A's arbiter then demotes it.
 TEST(Roles, TakeoverByAnotherInstanceReachesTheOldMastersArbiterThroughIsSlave) {
   Instance a(true), b(true);
   auto book = std::make_shared<RoleBook>();
+  book->role_status = false;
   RawSwitch to_a(a.port), to_b(b.port);
   connect_standby(a, to_a, book);
   connect_standby(b, to_b, book);
@@ -374,6 +375,36 @@ TEST(Roles, TakeoverByAnotherInstanceReachesTheOldMastersArbiterThroughIsSlave) 
   ASSERT_TRUE(to_a.serve_until([&] { return a.arbiter->refused().size() == 2; }));
   EXPECT_EQ(a.hooks.ups, 1);
   EXPECT_EQ(to_b.role, ofp::kRoleMaster);
+}
+
+// As above with a switch that tells the old master (Open vSwitch 3.1: an ONF ROLE_STATUS
+// experimenter message): A's apps stop at once, before any write, and its arbiter is told once.
+TEST(Roles, RoleStatusFromTheSwitchDemotesTheOldMasterAtOnce) {
+  Instance a(true), b(true);
+  auto book = std::make_shared<RoleBook>();
+  RawSwitch to_a(a.port), to_b(b.port);
+  connect_standby(a, to_a, book);
+  connect_standby(b, to_b, book);
+  make_master(a, to_a, 4, true, 1);
+  make_master(b, to_b, 5, false, 1);
+  ASSERT_TRUE(to_a.serve_until([&] { return a.hooks.downs == 1 && a.arbiter->refused().size() == 1; }));
+  EXPECT_EQ(a.arbiter->refused()[0], std::make_pair(kDpid, uint64_t{4}));
+  EXPECT_EQ(a.counter("southbound.role.status_slave"), 1u);
+  EXPECT_EQ(a.counter("southbound.errors.decode"), 0u) << "ROLE_STATUS is not a bad message";
+  EXPECT_EQ(a.gauge("southbound.role.mastered"), 0);
+  EXPECT_FALSE(a.ctl->is_up(kDpid));
+  auto s = a.summary(kDpid);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->role, Role::kSlave);
+  EXPECT_EQ(s->generation, 5u);
+  EXPECT_EQ(to_a.is_slave_sent, 0u);
+  // A's arbiter follows with SLAVE: no second demotion, no second report.
+  a.arbiter->set_role(kDpid, Role::kSlave, 5, false);
+  ASSERT_TRUE(to_a.serve_until([&] { return a.counter("southbound.role.slave") == 1; }));
+  EXPECT_EQ(a.hooks.downs, 1);
+  EXPECT_EQ(a.counter("southbound.role.demoted"), 1u);
+  EXPECT_EQ(a.arbiter->refused().size(), 1u);
+  EXPECT_EQ(b.hooks.ups, 1);
 }
 
 // A MASTER decision overtaken by a SLAVE one before the switch answered: the late MASTER reply
