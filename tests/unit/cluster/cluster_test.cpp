@@ -344,15 +344,18 @@ TEST_F(ClusterTest, ExactlyOneLeaderAndFencedWrites) {
     std::mutex mu;
     std::vector<std::pair<std::string, uint64_t>> gained;
     std::atomic<int> lost{0};
-  } log;
+  };
+  // Shared with the callbacks: the instances outlive this body (they stop in the fixture).
+  auto shared_log = std::make_shared<Log>();
+  Log& log = *shared_log;
   for (const char* id : {"a", "b", "c"}) {
     auto& n = add(id);
     std::string who = id;
-    n.c->lead("rotation", LeaderEvents{[&log, who](uint64_t g) {
-                                         std::lock_guard l(log.mu);
-                                         log.gained.emplace_back(who, g);
+    n.c->lead("rotation", LeaderEvents{[shared_log, who](uint64_t g) {
+                                         std::lock_guard l(shared_log->mu);
+                                         shared_log->gained.emplace_back(who, g);
                                        },
-                                       [&log] { ++log.lost; }});
+                                       [shared_log] { ++shared_log->lost; }});
   }
   auto leaders = [&] {
     int n = 0;
