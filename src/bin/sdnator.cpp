@@ -230,14 +230,7 @@ int run(const RunOptions& opt) {
   // the listener, so that the first switch already finds its arbiter.
   std::shared_ptr<sdn::cluster::Cluster> cluster;
   if (cluster_cfg.enabled) {
-    cluster = std::make_shared<sdn::cluster::Cluster>(cluster_cfg);
-    if (auto r = cluster->start(); !r) {
-      spdlog::error("cluster: {}", r.error());
-      return 1;
-    }
-    spdlog::info("cluster '{}': instance {} (redis {}{})", cluster_cfg.name, cluster->instance_id(),
-                 fmt::join(cluster_cfg.redis, ","),
-                 cluster_cfg.sentinel_master.empty() ? "" : " via sentinel master " + cluster_cfg.sentinel_master);
+    cluster = std::make_shared<sdn::cluster::Cluster>(cluster_cfg);  // started once it has its sink
   }
   // In a cluster one Coordinator serves every instance (they share Data Updates on Redis): the
   // instance leading "coordinator" runs it, and a successor starts its own when that one goes
@@ -302,8 +295,19 @@ int run(const RunOptions& opt) {
   sdn::core::ShardPool pool(sb.shards);
   sdn::southbound::Controller ctl(pool, sb, metrics, (*apps)->factories);
   ctl_ref->store(&ctl, std::memory_order_release);
-  if (cluster) ctl.set_role_arbiter(cluster);
   pool.start();
+  if (cluster) {
+    ctl.set_role_arbiter(cluster);  // attaches the controller as the cluster's RoleSink
+    if (auto r = cluster->start(); !r) {
+      spdlog::error("cluster: {}", r.error());
+      pool.stop();
+      pool.join();
+      return 1;
+    }
+    spdlog::info("cluster '{}': instance {} (redis {}{})", cluster_cfg.name, cluster->instance_id(),
+                 fmt::join(cluster_cfg.redis, ","),
+                 cluster_cfg.sentinel_master.empty() ? "" : " via sentinel master " + cluster_cfg.sentinel_master);
+  }
   auto ep = ctl.listen();
   if (!ep) {
     spdlog::error("{}", ep.error());
@@ -386,12 +390,12 @@ int run(const RunOptions& opt) {
   main_ctx.run();
 
   if (api) api->stop();
+  // Leases released while the switches are still connected (the peers take them over at once;
+  // this instance is told SLAVE first), and the Coordinator stops with its leadership.
+  if (cluster) cluster->stop();
   ctl.stop();
   pool.stop();
   pool.join();
-  // Leases released (the peers take the switches over at once), then the Coordinator stops
-  // with its leadership.
-  if (cluster) cluster->stop();
   {
     std::lock_guard lock(coord_mu);
     if (coordinator) coordinator->stop();
