@@ -24,6 +24,7 @@ STATS="$IT_WORK/cluster/i1/stats.json"
 
 cl_cleanup() {
   local rc=$?
+  set +e   # (under set -e, the "(exit $rc)" below would end the shell before it_cleanup)
   if ((rc != 0)); then
     "${CL[@]}" --testbed "$IT_PREFIX" status >&2 2>&1 || true
     for f in "$IT_WORK"/cluster/i*/sdnator.log; do echo "---- $f (last 15) ----" >&2; tail -n 15 "$f" >&2; done
