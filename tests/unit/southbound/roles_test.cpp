@@ -5,7 +5,10 @@
 // masters, that the arbiter's generation reaches the switch, and that without an arbiter
 // nothing changes.
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <string>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -477,6 +480,68 @@ TEST(Roles, WithoutAnArbiterNothingChanges) {
   EXPECT_EQ(in.counter("southbound.role.packet_in_not_master"), 0u);
   sw.close();
   ASSERT_TRUE(eventually([&] { return in.hooks.downs == 1; }));
+}
+
+// Against real Open vSwitch (needs root and a running OVS: scripts/ovs.sh start; opt in with
+// SDNATOR_OVS_ROLES=1): one netdev bridge connected to two instances on loopback. A is master
+// (fresh) and installs a flow, B is slave; B takes over with generation 2: A's apps see the
+// switch go down (OVS tells A with a ROLE_STATUS), B's set-up keeps A's flow; A's stale MASTER
+// request is refused.
+std::string run(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = ::popen((cmd + " 2>&1").c_str(), "r")) {
+    char buf[512];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    ::pclose(p);
+  }
+  return out;
+}
+
+TEST(RolesOvs, TwoInstancesOneBridge) {
+  if (std::getenv("SDNATOR_OVS_ROLES") == nullptr) GTEST_SKIP() << "set SDNATOR_OVS_ROLES=1 (root, OVS running)";
+  const std::string br = "br-sdnroles";
+  const uint64_t dpid = 0xa2;
+  Instance a(true), b(true);
+  run("ovs-vsctl --if-exists del-br " + br);
+  struct Cleanup {
+    std::string br;
+    ~Cleanup() { run("ovs-vsctl --if-exists del-br " + br); }
+  } cleanup{br};
+  run("ovs-vsctl add-br " + br + " -- set bridge " + br +
+      " datapath_type=netdev protocols=OpenFlow13 fail_mode=secure other-config:datapath-id=00000000000000a2 -- "
+      "set-controller " + br + " tcp:127.0.0.1:" + std::to_string(a.port) + " tcp:127.0.0.1:" + std::to_string(b.port));
+  ASSERT_TRUE(eventually([&] { return a.arbiter->connected().size() == 1 && b.arbiter->connected().size() == 1; }, 10s))
+      << run("ovs-vsctl show");
+  EXPECT_EQ(a.arbiter->connected()[0], dpid);
+
+  a.arbiter->set_role(dpid, Role::kMaster, 1, true);
+  b.arbiter->set_role(dpid, Role::kSlave, 1, false);
+  ASSERT_TRUE(eventually([&] { return a.hooks.ups == 1 && b.counter("southbound.role.slave") == 1; }));
+  ASSERT_TRUE(a.ctl->with_switch(dpid, [](SwitchContext& sw) { sw.send(some_flow()); }));
+  ASSERT_TRUE(eventually([&] { return run("ovs-ofctl -O OpenFlow13 dump-flows " + br).find("cookie=0x1234") != std::string::npos; }));
+  EXPECT_EQ(b.hooks.ups, 0);
+
+  b.arbiter->set_role(dpid, Role::kMaster, 2, false);
+  ASSERT_TRUE(eventually([&] { return b.hooks.ups == 1 && a.hooks.downs == 1 && a.arbiter->refused().size() == 1; }));
+  EXPECT_EQ(a.arbiter->refused()[0], std::make_pair(dpid, uint64_t{1}));
+  EXPECT_EQ(a.counter("southbound.role.status_slave"), 1u);
+  EXPECT_EQ(a.counter("southbound.errors.decode"), 0u);
+  EXPECT_FALSE(a.ctl->is_up(dpid));
+  EXPECT_TRUE(b.ctl->is_up(dpid));
+  EXPECT_NE(run("ovs-ofctl -O OpenFlow13 dump-flows " + br).find("cookie=0x1234"), std::string::npos)
+      << "a takeover keeps the previous master's flows";
+
+  a.arbiter->set_role(dpid, Role::kMaster, 1, false);  // stale
+  ASSERT_TRUE(eventually([&] { return a.arbiter->refused().size() == 2; }));
+  EXPECT_EQ(a.counter("southbound.role.refused"), 1u);
+  EXPECT_EQ(a.hooks.ups, 1);
+  EXPECT_EQ(b.hooks.downs, 0);
+
+  // A write from the slave through the runtime cannot happen (not up); B's write works.
+  EXPECT_FALSE(a.ctl->with_switch(dpid, [](SwitchContext&) {}));
+  run("ovs-vsctl --if-exists del-br " + br);
+  ASSERT_TRUE(eventually([&] { return a.arbiter->disconnected().size() == 1 && b.arbiter->disconnected().size() == 1; }, 10s));
+  EXPECT_EQ(b.hooks.downs, 1);
 }
 
 }  // namespace
