@@ -116,7 +116,12 @@ Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, cons
       set->factories.push_back([topo, weak, svc](unsigned shard) -> std::unique_ptr<southbound::App> {
         auto s = weak.lock();
         if (!*svc) {
-          auto due = s ? s->due_for("topology", data::kProducer, {},
+          // In a cluster it also follows the switch records of every instance (a takeover
+          // starts from the port roles the previous master published).
+          const bool cluster = s && s->remote_switch;
+          auto due = s ? s->due_for("topology", cluster ? data::kProducer | data::kConsumer : data::kProducer,
+                                    cluster ? std::vector<data::Interest>{{"network/topology/switch/*@topology", std::nullopt}}
+                                            : std::vector<data::Interest>{},
                                     {{std::string(apps::topology::kTopologyPattern), std::nullopt}})
                        : nullptr;
           apps::topology::TopologyConfig tc = topo;

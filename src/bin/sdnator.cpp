@@ -132,7 +132,8 @@ nlohmann::json stats_json(sdn::southbound::Controller& ctl, const sdn::bin::AppS
   j["threads"] = threads;
   nlohmann::json sw = nlohmann::json::array();
   for (const auto& s : ctl.switches())
-    sw.push_back({{"dpid", fmt::format("{:016x}", s.dpid)}, {"shard", s.shard}, {"peer", s.peer}, {"ports", s.ports}});
+    sw.push_back({{"dpid", fmt::format("{:016x}", s.dpid)}, {"shard", s.shard}, {"peer", s.peer}, {"ports", s.ports},
+                  {"role", sdn::southbound::role_name(s.role)}, {"generation", s.generation}, {"up", s.up}});
   j["switches"] = sw;
   j["metrics"] = ctl.metrics().to_json();
   j["apps"] = apps.stats();

@@ -36,7 +36,30 @@ TopologyConfig read_topology_config(core::Config& cfg, std::string_view s) {
 // ---------------------------------------------------------------- service
 
 TopologyService::TopologyService(TopologyConfig cfg, std::shared_ptr<data::Due> due)
-    : core_(cfg), due_(std::move(due)) {}
+    : core_(cfg), due_(std::move(due)) {
+  // In a cluster (remote_switch set), follow every instance's switch records: a switch taken
+  // over from a peer starts from the port roles that peer published (the last "up" record).
+  if (!due_ || !core_.config().remote_switch) return;
+  auto sub = due_->observe("network/topology/switch/*@topology", [this](const data::RecordPtr& r) {
+    auto rec = decode(r->key, r->value.json());
+    if (!rec || !*rec) return;
+    const auto* sw = std::get_if<SwitchRecord>(&**rec);
+    if (sw == nullptr || !sw->up || sw->ports.empty()) return;
+    std::lock_guard lock(roles_mu_);
+    published_roles_[sw->dpid] = sw->ports;
+  });
+  if (sub) {
+    roles_sub_ = std::move(*sub);
+  } else {
+    spdlog::warn("topology: cannot follow the cluster's switch records: {}", sub.error());
+  }
+}
+
+std::vector<std::pair<uint32_t, PortRole>> TopologyService::published_roles(uint64_t dpid) const {
+  std::lock_guard lock(roles_mu_);
+  auto it = published_roles_.find(dpid);
+  return it == published_roles_.end() ? std::vector<std::pair<uint32_t, PortRole>>{} : it->second;
+}
 
 void TopologyService::publish(std::string_view key, nlohmann::json value) {
   if (!due_) return;
@@ -110,6 +133,7 @@ nlohmann::json TopologyService::stats_json() const {
                         {"lldp_received", f.lldp_received},
                         {"lldp_foreign", f.lldp_foreign},
                         {"lldp_remote", f.lldp_remote},
+                        {"edges_taken_over", f.edges_taken_over},
                         {"links_added", f.links_added},
                         {"links_removed", f.links_removed},
                         {"link_timeouts", f.link_timeouts},
@@ -156,7 +180,11 @@ void Topology::tick() {
 
 void Topology::on_switch_up(SwitchContext& sw) {
   const auto now = rt_ ? rt_->now() : Clock::now();
-  to_home([dpid = sw.dpid(), ports = sw.ports(), now](TopologyCore& c) { c.switch_up(dpid, ports, now); });
+  auto settled = svc_->core().config().remote_switch ? svc_->published_roles(sw.dpid())
+                                                      : std::vector<std::pair<uint32_t, PortRole>>{};
+  to_home([dpid = sw.dpid(), ports = sw.ports(), now, settled = std::move(settled)](TopologyCore& c) {
+    c.switch_up(dpid, ports, now, settled.empty() ? nullptr : &settled);
+  });
 }
 
 void Topology::on_switch_down(uint64_t dpid) {

@@ -4,6 +4,8 @@
 // and post the events there (Seastar style: the state has one owner, reached by messages).
 #pragma once
 
+#include <map>
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -45,6 +47,9 @@ class TopologyService {
   // ---- any thread ----
   Figures figures() const;
   nlohmann::json stats_json() const;
+  // In a cluster: the port roles each switch's master last published (any instance's records,
+  // followed on Data Updates), for a takeover (TopologyCore::switch_up). Empty when unknown.
+  std::vector<std::pair<uint32_t, PortRole>> published_roles(uint64_t dpid) const;
   uint64_t publish_errors() const { return publish_errors_.load(std::memory_order_relaxed); }
 
  private:
@@ -52,6 +57,9 @@ class TopologyService {
 
   TopologyCore core_;
   std::shared_ptr<data::Due> due_;
+  mutable std::mutex roles_mu_;
+  std::map<uint64_t, std::vector<std::pair<uint32_t, PortRole>>> published_roles_;  // guarded by roles_mu_
+  data::Due::Subscription roles_sub_;
   mutable std::mutex fig_mu_;
   Figures fig_;
   std::atomic<uint64_t> publish_errors_{0};

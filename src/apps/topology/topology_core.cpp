@@ -62,7 +62,8 @@ void TopologyCore::queue_probes(uint64_t dpid, SwitchState& s, bool all) {
     if (ps.role != PortRole::kDown && (all || ps.role != PortRole::kEdge)) probes_.push_back(PortRef{dpid, no});
 }
 
-void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now) {
+void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now,
+                             const std::vector<std::pair<uint32_t, PortRole>>* settled) {
   if (switches_.contains(dpid)) switch_down(dpid, now);  // a reconnect starts from scratch
   // Links we knew with this switch as a remote end (a cluster peer mastered it; now we do):
   // dropped, without a record, and rediscovered by the probes below, so that they are published
@@ -80,6 +81,13 @@ void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports,
     ps.hw_addr = p.hw_addr;
     ps.role = port_is_up(p) ? PortRole::kPending : PortRole::kDown;
     ps.since = now;
+    if (ps.role == PortRole::kPending && settled != nullptr) {
+      for (const auto& [no, role] : *settled)
+        if (no == p.port_no && role == PortRole::kEdge) {
+          ps.role = PortRole::kEdge;
+          ++fig_.edges_taken_over;
+        }
+    }
     if (ps.role == PortRole::kPending) ++pending_;
   }
   // Probe at once: a peer that is already up reports the link within one round trip.

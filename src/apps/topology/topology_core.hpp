@@ -61,6 +61,7 @@ struct Figures {
   uint64_t lldp_received = 0;      // probes from one of our switches
   uint64_t lldp_foreign = 0;       // probes naming a switch or port we do not know
   uint64_t lldp_remote = 0;        // probes from a switch another cluster instance masters
+  uint64_t edges_taken_over = 0;   // edge ports settled at once from a previous master's record
   uint64_t links_added = 0, links_removed = 0, link_timeouts = 0;
   uint64_t hosts_added = 0, host_moves = 0, hosts_removed = 0;
   uint64_t hosts_ignored = 0;      // sightings on a pending or link port
@@ -74,7 +75,12 @@ class TopologyCore {
  public:
   explicit TopologyCore(TopologyConfig cfg = {});
 
-  void switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now);
+  // `settled`: in a cluster, the port roles the switch's previous master last published (a
+  // takeover): ports it had settled as edges are edges at once (no port_settle wait, so hosts on
+  // a taken-over switch are served right away); every other port starts pending as usual and
+  // links are rediscovered by the probes sent now.
+  void switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now,
+                 const std::vector<std::pair<uint32_t, PortRole>>* settled = nullptr);
   void switch_down(uint64_t dpid, Clock::time_point now);
   // A PORT_STATUS: `deleted` for OFPPR_DELETE.
   void port_status(uint64_t dpid, const ofp::Port& desc, bool deleted, Clock::time_point now);

@@ -177,6 +177,30 @@ TEST(CoreCluster, ProbesFromAPeersSwitchMakeRemoteLinks) {
   EXPECT_EQ(single.figures().lldp_foreign, 1u);
 }
 
+// A takeover in a cluster: the ports the previous master had settled as edges serve hosts at
+// once; the others (its link ports, unknown ports) wait as pending until probes or the settle
+// time decide, as on any new switch.
+TEST(CoreCluster, ATakenOverSwitchKeepsItsPublishedEdgePorts) {
+  TopologyConfig c;
+  c.port_settle = milliseconds(2000);
+  c.remote_switch = [](uint64_t) { return true; };
+  TopologyCore core(c);
+  const std::vector<std::pair<uint32_t, PortRole>> published{{1, PortRole::kEdge}, {2, PortRole::kEdge},
+                                                             {3, PortRole::kLink}};
+  Clock::time_point t{};
+  core.switch_up(5, ports({1, 2, 3, 4}), t, &published);
+  EXPECT_EQ(core.role({5, 1}), PortRole::kEdge);
+  EXPECT_EQ(core.role({5, 2}), PortRole::kEdge);
+  EXPECT_EQ(core.role({5, 3}), PortRole::kPending);
+  EXPECT_EQ(core.role({5, 4}), PortRole::kPending);
+  EXPECT_EQ(core.figures().edges_taken_over, 2u);
+  EXPECT_EQ(core.figures().pending_ports, 2u);
+  core.host_seen(0x0a, 0x0a000001, {5, 1}, t);  // a host on a kept edge port is learned at once
+  EXPECT_TRUE(core.host(0x0a).has_value());
+  core.tick(t + milliseconds(2000));
+  EXPECT_EQ(core.figures().pending_ports, 0u);
+}
+
 TEST_F(Core, LinkLostByTimeoutWhenProbesStop) {
   two_switches();
   core_.lldp_received({1, 2}, {2, 1}, now_);
