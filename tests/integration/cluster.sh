@@ -16,7 +16,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 SESSION=${SDNATOR_SESSION:-$(dirname "$SDNATOR")/sdnator-session}
 [[ -x $SESSION ]] || fail "sdnator-session not found: $SESSION"
 need_cmds redis-server redis-cli curl
-HOLD_S=${CLUSTER_HOLD_S:-60}
+HOLD_S=${CLUSTER_HOLD_S:-30}
 FAILOVER_BOUND_MS=${CLUSTER_FAILOVER_BOUND_MS:-3000}   # the target is 1 s; the test fails at 3 s
 CL=(env SDNATOR="$SDNATOR" CLUSTER_DATA="${CLUSTER_DATA:-redis}" bash "$IT_ROOT/scripts/cluster.sh" --dir "$IT_WORK/cluster")
 CTRL_LOG="$IT_WORK/cluster/i1/sdnator.log"   # what it_cleanup shows on failure
