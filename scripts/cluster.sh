@@ -20,8 +20,9 @@
 #   --dir DIR          work dir (CLUSTER_DIR, default /tmp/sdnator-cluster)
 #   --instances N      sdnator instances (CLUSTER_INSTANCES, default 3)
 #   --apps LIST        apps, comma-separated (CLUSTER_APPS, default topology,forwarding)
-#   --data MODE        redis: Data Updates on the cluster's Redis through Sentinel; inproc: each
-#                      instance its own bus (CLUSTER_DATA, default inproc)
+#   --data MODE        redis: Data Updates on the cluster's Redis through Sentinel (the default:
+#                      the instances' apps share topology, hosts and CPAM records); inproc: each
+#                      instance its own bus, nothing shared but the leases (CLUSTER_DATA)
 #   --lease-ms MS      [cluster] lease_ms (CLUSTER_LEASE_MS, default 600); renew, check and
 #                      claim intervals: CLUSTER_RENEW_MS 150, CLUSTER_CHECK_MS 100, CLUSTER_CLAIM_MS 200
 #   --down-after-ms MS sentinel down-after-milliseconds (CLUSTER_DOWN_MS, default 1000)
@@ -34,7 +35,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 DIR=${CLUSTER_DIR:-/tmp/sdnator-cluster}
 N=${CLUSTER_INSTANCES:-3}
 APPS=${CLUSTER_APPS:-topology,forwarding}
-DATA=${CLUSTER_DATA:-inproc}
+DATA=${CLUSTER_DATA:-redis}
 LEASE_MS=${CLUSTER_LEASE_MS:-600}
 RENEW_MS=${CLUSTER_RENEW_MS:-150}
 CHECK_MS=${CLUSTER_CHECK_MS:-100}
