@@ -172,14 +172,20 @@ Expected<std::shared_ptr<AppSet>, std::string> make_apps(core::Config& cfg, cons
         auto due = s ? s->due_for("forwarding", data::kConsumer,
                                   {{std::string(apps::topology::kTopologyPattern), std::nullopt}}, {})
                      : nullptr;
-        auto app = std::make_unique<apps::FabricForwarding>(fwd, std::move(due), s ? s->metrics : nullptr);
+        // In a cluster a switch this instance takes over keeps the previous master's paths:
+        // only a switch no instance ever mastered is cleared (the runtime does that when fresh).
+        apps::ForwardingConfig f = fwd;
+        if (s && s->cluster) f.clear_flows_on_connect = false;
+        auto app = std::make_unique<apps::FabricForwarding>(f, std::move(due), s ? s->metrics : nullptr);
         const apps::FabricForwarding* raw = app.get();
         if (s) s->add_reporter("forwarding", [raw] { return fabric_stats(raw->counters()); });
         return app;
       });
     } else if (name == "forwarding") {
       set->factories.push_back([fwd, weak](unsigned) -> std::unique_ptr<southbound::App> {
-        auto app = std::make_unique<apps::Forwarding>(fwd);
+        apps::ForwardingConfig f = fwd;
+        if (auto s = weak.lock(); s && s->cluster) f.clear_flows_on_connect = false;  // as above
+        auto app = std::make_unique<apps::Forwarding>(f);
         const apps::Forwarding* raw = app.get();
         if (auto s = weak.lock()) s->add_reporter("forwarding", [raw] { return learning_stats(raw->counters()); });
         return app;

@@ -275,11 +275,12 @@ class RedisUpdates final : public Updates {
           if (dropped_since_connect_ > 0)
             spdlog::warn("redis updates: publisher reconnected to {}:{}; {} records dropped while "
                          "it was away, {} buffered records go out now",
-                         cfg_.host, cfg_.port, dropped_since_connect_, queue_.size());
+                         ctx->tcp.host ? ctx->tcp.host : cfg_.host.c_str(), ctx->tcp.port, dropped_since_connect_,
+                         queue_.size());
           else
             spdlog::info("redis updates: publisher reconnected to {}:{}; {} buffered records go "
                          "out now",
-                         cfg_.host, cfg_.port, queue_.size());
+                         ctx->tcp.host ? ctx->tcp.host : cfg_.host.c_str(), ctx->tcp.port, queue_.size());
         }
         ever_connected = true;
         dropped_since_connect_ = 0;
@@ -413,7 +414,7 @@ class RedisUpdates final : public Updates {
           reconnects_.fetch_add(1, std::memory_order_relaxed);
           spdlog::warn("redis updates: subscriber reconnected to {}:{}; records published while "
                        "it was away are lost (counted as gaps when seen)",
-                       cfg_.host, cfg_.port);
+                       ctx->tcp.host ? ctx->tcp.host : cfg_.host.c_str(), ctx->tcp.port);
         }
         ever_connected = true;
         {

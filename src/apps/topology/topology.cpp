@@ -28,6 +28,7 @@ TopologyConfig read_topology_config(core::Config& cfg, std::string_view s) {
   c.edge_probe_rounds =
       static_cast<uint32_t>(cfg.get_int(s, "edge_probe_rounds", c.edge_probe_rounds, 1, 1000));
   c.max_hosts = static_cast<size_t>(cfg.get_int(s, "max_hosts", static_cast<int64_t>(c.max_hosts), 1, 10'000'000));
+  c.republish = std::chrono::milliseconds(cfg.get_int(s, "cluster_republish_ms", c.republish.count(), 0, 3'600'000));
   if (c.link_timeout <= c.lldp_interval)
     cfg.add_problem(std::string(s) + ".link_timeout_ms: must be longer than lldp_interval_ms");
   return c;
@@ -71,6 +72,17 @@ void TopologyService::publish(std::string_view key, nlohmann::json value) {
 
 void TopologyService::flush(southbound::Runtime& rt, bool refresh_figures) {
   Changes ch = core_.take_changes();
+  // Cluster: the periodic republish (TopologyConfig::republish), after this round's changes.
+  if (core_.config().remote_switch && core_.config().republish.count() > 0 && refresh_figures) {
+    const auto now = rt.now();
+    if (now - last_republish_ >= core_.config().republish) {
+      last_republish_ = now;
+      Changes all = core_.full_state();
+      for (uint64_t dpid : all.switches) publish(switch_key(dpid), to_json(core_.switch_record(dpid)));
+      for (const LinkRecord& l : all.links) publish(link_key(l.link), to_json(l));
+      for (const HostRecord& h : all.hosts) publish(host_key(h.mac), to_json(h));
+    }
+  }
   for (uint64_t dpid : ch.switches) publish(switch_key(dpid), to_json(core_.switch_record(dpid)));
   for (const LinkRecord& l : ch.links) {
     spdlog::info("topology: link {:016x}:{} - {:016x}:{} {} ({}{})", l.link.a.dpid, l.link.a.port, l.link.b.dpid,
@@ -134,6 +146,8 @@ nlohmann::json TopologyService::stats_json() const {
                         {"lldp_foreign", f.lldp_foreign},
                         {"lldp_remote", f.lldp_remote},
                         {"edges_taken_over", f.edges_taken_over},
+                        {"links_taken_over", f.links_taken_over},
+                        {"republished", f.republished},
                         {"links_added", f.links_added},
                         {"links_removed", f.links_removed},
                         {"link_timeouts", f.link_timeouts},

@@ -60,6 +60,7 @@ class TopologyService {
   mutable std::mutex roles_mu_;
   std::map<uint64_t, std::vector<std::pair<uint32_t, PortRole>>> published_roles_;  // guarded by roles_mu_
   data::Due::Subscription roles_sub_;
+  Clock::time_point last_republish_{};  // home shard only
   mutable std::mutex fig_mu_;
   Figures fig_;
   std::atomic<uint64_t> publish_errors_{0};

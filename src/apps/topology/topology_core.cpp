@@ -82,11 +82,17 @@ void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports,
     ps.role = port_is_up(p) ? PortRole::kPending : PortRole::kDown;
     ps.since = now;
     if (ps.role == PortRole::kPending && settled != nullptr) {
-      for (const auto& [no, role] : *settled)
-        if (no == p.port_no && role == PortRole::kEdge) {
+      for (const auto& [no, role] : *settled) {
+        if (no != p.port_no) continue;
+        if (role == PortRole::kEdge) {
           ps.role = PortRole::kEdge;
           ++fig_.edges_taken_over;
+        } else if (role == PortRole::kLink) {
+          ps.role = PortRole::kLink;
+          provisional_[PortRef{dpid, p.port_no}] = now + cfg_.link_timeout;
+          ++fig_.links_taken_over;
         }
+      }
     }
     if (ps.role == PortRole::kPending) ++pending_;
   }
@@ -105,6 +111,8 @@ void TopologyCore::switch_down(uint64_t dpid, Clock::time_point now) {
     if (l.a.dpid == dpid || l.b.dpid == dpid) remove_link(l, "switch_down", now);
   }
   remove_hosts_where(PortRef{dpid, 0}, true, "switch_down");
+  for (auto it = provisional_.begin(); it != provisional_.end();)
+    it = it->first.dpid == dpid ? provisional_.erase(it) : std::next(it);
   for (const auto& [_, ps] : s->second.ports)
     if (ps.role == PortRole::kPending) --pending_;
   switches_.erase(s);
@@ -154,6 +162,8 @@ void TopologyCore::lldp_received(PortRef from, PortRef at, Clock::time_point now
   if (remote) ++fig_.lldp_remote;
   if ((src != nullptr && src->role == PortRole::kDown) || dst->role == PortRole::kDown) return;  // a late probe
   const Link l = make_link(from, at);
+  provisional_.erase(from);
+  provisional_.erase(at);
   if (auto it = links_.find(l); it != links_.end()) {
     it->second.last_seen = now;
     return;
@@ -254,6 +264,16 @@ void TopologyCore::tick(Clock::time_point now) {
   for (const auto& [l, st] : links_)
     if (now - st.last_seen > cfg_.link_timeout) expired.push_back(l);
   for (const Link& l : expired) remove_link(l, "lldp_timeout", now);
+  // Provisional link ports of a taken-over switch that no probe confirmed: pending again.
+  for (auto it = provisional_.begin(); it != provisional_.end();) {
+    if (now < it->second) {
+      ++it;
+      continue;
+    }
+    PortState* ps = port(it->first);
+    if (ps != nullptr && ps->role == PortRole::kLink) set_role(it->first, *ps, PortRole::kPending, now);
+    it = provisional_.erase(it);
+  }
   if (pending_ == 0) return;
   for (auto& [dpid, s] : switches_)
     for (auto& [no, ps] : s.ports)
@@ -262,6 +282,22 @@ void TopologyCore::tick(Clock::time_point now) {
 }
 
 Changes TopologyCore::take_changes() { return std::exchange(changes_, Changes{}); }
+
+std::vector<uint64_t> TopologyCore::switch_ids() const {
+  std::vector<uint64_t> v;
+  v.reserve(switches_.size());
+  for (const auto& [dpid, _] : switches_) v.push_back(dpid);
+  return v;
+}
+
+Changes TopologyCore::full_state() {
+  Changes c;
+  c.switches = switch_ids();
+  for (const auto& [l, _] : links_) c.links.push_back(LinkRecord{l, true, "refresh", 0});
+  for (const auto& [mac, h] : hosts_) c.hosts.push_back(HostRecord{mac, h.ipv4, h.at, "up", std::nullopt, ""});
+  fig_.republished += c.switches.size() + c.links.size() + c.hosts.size();
+  return c;
+}
 
 std::vector<PortRef> TopologyCore::take_probes() {
   fig_.lldp_sent += probes_.size();

@@ -37,6 +37,11 @@ struct TopologyConfig {
   // connected to this instance too, as a slave): our end becomes a link port and the link is
   // published; the remote end's port is its own master's business. Unset: foreign, as before.
   std::function<bool(uint64_t dpid)> remote_switch;
+  // In a cluster, the whole state this instance publishes (its switches, links and hosts, all
+  // "up") goes out again this often: Data Updates is pub/sub, and a peer whose subscriber was
+  // away (a Redis failover) missed what changed meanwhile. Consumers take an "up" record they
+  // already hold as no change. 0 = never. Only used with remote_switch.
+  std::chrono::milliseconds republish{2000};
 };
 
 struct HostEntry {
@@ -62,6 +67,8 @@ struct Figures {
   uint64_t lldp_foreign = 0;       // probes naming a switch or port we do not know
   uint64_t lldp_remote = 0;        // probes from a switch another cluster instance masters
   uint64_t edges_taken_over = 0;   // edge ports settled at once from a previous master's record
+  uint64_t links_taken_over = 0;   // link ports kept (provisionally) from a previous master's record
+  uint64_t republished = 0;        // records sent again by the cluster's periodic republish
   uint64_t links_added = 0, links_removed = 0, link_timeouts = 0;
   uint64_t hosts_added = 0, host_moves = 0, hosts_removed = 0;
   uint64_t hosts_ignored = 0;      // sightings on a pending or link port
@@ -77,8 +84,9 @@ class TopologyCore {
 
   // `settled`: in a cluster, the port roles the switch's previous master last published (a
   // takeover): ports it had settled as edges are edges at once (no port_settle wait, so hosts on
-  // a taken-over switch are served right away); every other port starts pending as usual and
-  // links are rediscovered by the probes sent now.
+  // a taken-over switch are served right away); its link ports are links at once, provisionally,
+  // until a probe confirms them (or, after link_timeout without one, pending again); every other
+  // port starts pending as usual. Probes go out at once either way.
   void switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now,
                  const std::vector<std::pair<uint32_t, PortRole>>* settled = nullptr);
   void switch_down(uint64_t dpid, Clock::time_point now);
@@ -93,6 +101,8 @@ class TopologyCore {
 
   // What changed since the last call, and the ports to send an LLDP probe out of now.
   Changes take_changes();
+  // Everything as "up" records (switches, links, hosts): the cluster's periodic republish.
+  Changes full_state();
   std::vector<PortRef> take_probes();
 
   // ---- views ----
@@ -103,6 +113,7 @@ class TopologyCore {
   std::vector<HostEntry> hosts() const;
   SwitchRecord switch_record(uint64_t dpid) const;   // state "down" when unknown
   bool has_switch(uint64_t dpid) const { return switches_.contains(dpid); }
+  std::vector<uint64_t> switch_ids() const;
   Figures figures() const;
   const TopologyConfig& config() const { return cfg_; }
 
@@ -134,6 +145,9 @@ class TopologyCore {
   TopologyConfig cfg_;
   std::map<uint64_t, SwitchState> switches_;
   std::map<Link, LinkState> links_;
+  // Ports of a taken-over switch its previous master had as links: links at once (traffic on
+  // them is forwarded), until a probe confirms them or link_timeout passes (back to pending).
+  std::map<PortRef, Clock::time_point> provisional_;
   absl::flat_hash_map<uint64_t, HostEntry> hosts_;
   size_t pending_ = 0;
   Changes changes_;

@@ -169,6 +169,17 @@ TEST(CoreCluster, ProbesFromAPeersSwitchMakeRemoteLinks) {
   ASSERT_EQ(ch.links.size(), 1u);
   EXPECT_TRUE(ch.links[0].up);
   EXPECT_EQ(core.role({9, 3}), PortRole::kLink);
+  // The cluster's periodic republish: everything this instance holds, as "up" records.
+  core.host_seen(0x0b, 0x0a000002, {1, 1}, t + milliseconds(4200));  // 1:1 settled as an edge
+  core.tick(t + milliseconds(4200));
+  Changes all = core.full_state();
+  EXPECT_EQ(all.switches, (std::vector<uint64_t>{1, 9}));
+  ASSERT_EQ(all.links.size(), 1u);
+  EXPECT_TRUE(all.links[0].up);
+  EXPECT_EQ(all.links[0].reason, "refresh");
+  ASSERT_EQ(all.hosts.size(), 1u);
+  EXPECT_EQ(all.hosts[0].state, "up");
+  EXPECT_EQ(core.figures().republished, 4u);
   // Without a remote_switch function (one controller) the same probe stays foreign.
   TopologyCore single{TopologyConfig{}};
   single.switch_up(1, ports({1, 2}), t);
@@ -191,14 +202,26 @@ TEST(CoreCluster, ATakenOverSwitchKeepsItsPublishedEdgePorts) {
   core.switch_up(5, ports({1, 2, 3, 4}), t, &published);
   EXPECT_EQ(core.role({5, 1}), PortRole::kEdge);
   EXPECT_EQ(core.role({5, 2}), PortRole::kEdge);
-  EXPECT_EQ(core.role({5, 3}), PortRole::kPending);
+  EXPECT_EQ(core.role({5, 3}), PortRole::kLink);     // provisionally, until a probe confirms it
   EXPECT_EQ(core.role({5, 4}), PortRole::kPending);
   EXPECT_EQ(core.figures().edges_taken_over, 2u);
-  EXPECT_EQ(core.figures().pending_ports, 2u);
+  EXPECT_EQ(core.figures().links_taken_over, 1u);
+  EXPECT_EQ(core.figures().pending_ports, 1u);
   core.host_seen(0x0a, 0x0a000001, {5, 1}, t);  // a host on a kept edge port is learned at once
   EXPECT_TRUE(core.host(0x0a).has_value());
   core.tick(t + milliseconds(2000));
   EXPECT_EQ(core.figures().pending_ports, 0u);
+  EXPECT_EQ(core.role({5, 3}), PortRole::kLink);
+  // No probe confirmed 5:3 within link_timeout (3.5 s): pending again, then an edge.
+  core.tick(t + milliseconds(3600));
+  EXPECT_EQ(core.role({5, 3}), PortRole::kPending);
+  // A confirmed one stays: take over switch 6 whose port 1 a probe then confirms.
+  const std::vector<std::pair<uint32_t, PortRole>> p6{{1, PortRole::kLink}};
+  core.switch_up(6, ports({1}), t + milliseconds(3600), &p6);
+  core.lldp_received({5, 4}, {6, 1}, t + milliseconds(3700));
+  core.tick(t + milliseconds(7150));  // past the provisional deadline (7100), link still fresh
+  EXPECT_EQ(core.role({6, 1}), PortRole::kLink);
+  EXPECT_EQ(core.links().size(), 1u);
 }
 
 TEST_F(Core, LinkLostByTimeoutWhenProbesStop) {
