@@ -148,6 +148,7 @@ nlohmann::json TopologyService::stats_json() const {
                         {"edges_taken_over", f.edges_taken_over},
                         {"links_taken_over", f.links_taken_over},
                         {"republished", f.republished},
+                        {"switches_handed_over", f.switches_handed_over},
                         {"links_added", f.links_added},
                         {"links_removed", f.links_removed},
                         {"link_timeouts", f.link_timeouts},
@@ -204,7 +205,15 @@ void Topology::on_switch_up(SwitchContext& sw) {
 void Topology::on_switch_down(uint64_t dpid) {
   absl::erase_if(reported_, [dpid](const auto& kv) { return kv.second.at.dpid == dpid; });
   const auto now = rt_ ? rt_->now() : Clock::now();
-  to_home([dpid, now](TopologyCore& c) { c.switch_down(dpid, now); });
+  // Demoted in a cluster (the switch is still connected here, as a slave): quietly.
+  const auto& remote = svc_->core().config().remote_switch;
+  const bool handed_over = remote && remote(dpid);
+  to_home([dpid, now, handed_over](TopologyCore& c) {
+    if (handed_over)
+      c.forget_switch(dpid);
+    else
+      c.switch_down(dpid, now);
+  });
 }
 
 void Topology::on_port_status(SwitchContext& sw, const ofp::PortStatus& ps) {

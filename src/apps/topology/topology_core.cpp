@@ -119,6 +119,24 @@ void TopologyCore::switch_down(uint64_t dpid, Clock::time_point now) {
   changed_switch(dpid);
 }
 
+void TopologyCore::forget_switch(uint64_t dpid) {
+  auto s = switches_.find(dpid);
+  if (s == switches_.end()) return;
+  for (auto it = links_.begin(); it != links_.end();)
+    it = (it->first.a.dpid == dpid || it->first.b.dpid == dpid) ? links_.erase(it) : std::next(it);
+  std::vector<uint64_t> gone;
+  for (const auto& [mac, h] : hosts_)
+    if (h.at.dpid == dpid) gone.push_back(mac);
+  for (uint64_t mac : gone) hosts_.erase(mac);
+  for (auto it = provisional_.begin(); it != provisional_.end();)
+    it = it->first.dpid == dpid ? provisional_.erase(it) : std::next(it);
+  for (const auto& [_, ps] : s->second.ports)
+    if (ps.role == PortRole::kPending) --pending_;
+  switches_.erase(s);
+  ++fig_.switches_handed_over;
+  ++fig_.version;
+}
+
 void TopologyCore::port_status(uint64_t dpid, const ofp::Port& desc, bool deleted, Clock::time_point now) {
   auto s = switches_.find(dpid);
   if (s == switches_.end() || !fabric_port(desc.port_no)) return;

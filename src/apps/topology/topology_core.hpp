@@ -69,6 +69,7 @@ struct Figures {
   uint64_t edges_taken_over = 0;   // edge ports settled at once from a previous master's record
   uint64_t links_taken_over = 0;   // link ports kept (provisionally) from a previous master's record
   uint64_t republished = 0;        // records sent again by the cluster's periodic republish
+  uint64_t switches_handed_over = 0;  // switches forgotten quietly when another instance took them
   uint64_t links_added = 0, links_removed = 0, link_timeouts = 0;
   uint64_t hosts_added = 0, host_moves = 0, hosts_removed = 0;
   uint64_t hosts_ignored = 0;      // sightings on a pending or link port
@@ -90,6 +91,10 @@ class TopologyCore {
   void switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports, Clock::time_point now,
                  const std::vector<std::pair<uint32_t, PortRole>>* settled = nullptr);
   void switch_down(uint64_t dpid, Clock::time_point now);
+  // In a cluster, the switch is still up but another instance masters it now (this one was
+  // demoted): its state here goes without a record, since the switch, its links and its hosts
+  // did not go anywhere; its new master publishes what it sees.
+  void forget_switch(uint64_t dpid);
   // A PORT_STATUS: `deleted` for OFPPR_DELETE.
   void port_status(uint64_t dpid, const ofp::Port& desc, bool deleted, Clock::time_point now);
   // An LLDP probe sent from `from` arrived at `at`.

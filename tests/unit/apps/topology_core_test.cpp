@@ -180,6 +180,16 @@ TEST(CoreCluster, ProbesFromAPeersSwitchMakeRemoteLinks) {
   ASSERT_EQ(all.hosts.size(), 1u);
   EXPECT_EQ(all.hosts[0].state, "up");
   EXPECT_EQ(core.figures().republished, 4u);
+  // Demoted: switch 9 (ours since the takeover) goes to another instance. It is still up, so
+  // nothing is published about it, its links or hosts; the remote link comes back from probes.
+  core.take_changes();
+  core.forget_switch(9);
+  EXPECT_FALSE(core.has_switch(9));
+  EXPECT_TRUE(core.links().empty());
+  EXPECT_TRUE(core.take_changes().empty());
+  EXPECT_EQ(core.figures().switches_handed_over, 1u);
+  core.lldp_received({9, 3}, {1, 2}, t + milliseconds(4300));
+  EXPECT_EQ(core.links().size(), 1u);
   // Without a remote_switch function (one controller) the same probe stays foreign.
   TopologyCore single{TopologyConfig{}};
   single.switch_up(1, ports({1, 2}), t);
