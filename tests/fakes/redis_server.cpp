@@ -23,6 +23,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+
+int remaining_ms(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
+}
+
+}  // namespace
+
 uint16_t free_loopback_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
@@ -38,13 +46,6 @@ uint16_t free_loopback_port() {
   ::close(fd);
   return port;
 }
-
-int remaining_ms(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  return left.count() > 0 ? static_cast<int>(left.count()) : 0;
-}
-
-}  // namespace
 
 RedisServer::RedisServer() : port_(free_loopback_port()) {
   char tmpl[] = "/tmp/sdnator-redis-XXXXXX";

@@ -12,6 +12,9 @@
 
 namespace sdn::test {
 
+// A free TCP port on 127.0.0.1 (bound and released; for a server started next).
+uint16_t free_loopback_port();
+
 class RedisServer {
  public:
   // Picks a free port and creates the temp dir; does not start the server (call start()).

@@ -28,21 +28,6 @@
 
 namespace sdn::test {
 
-inline uint16_t sentinel_free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
 // One command on a fresh connection to 127.0.0.1:port; the reply (null on failure). Short
 // timeouts: for polling in tests.
 struct TestReplyFree {
@@ -76,7 +61,7 @@ inline TestReply redis_call(uint16_t port, const std::vector<std::string>& args,
 class SentinelProcess {
  public:
   SentinelProcess(std::string dir, std::string master_name, uint16_t master_port, int quorum)
-      : port_(sentinel_free_port()), dir_(std::move(dir)) {
+      : port_(free_loopback_port()), dir_(std::move(dir)) {
     conf_ = dir_ + "/sentinel-" + std::to_string(port_) + ".conf";
     std::ofstream f(conf_);
     f << "port " << port_ << "\n"

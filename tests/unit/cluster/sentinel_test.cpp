@@ -49,7 +49,7 @@ class Sink : public southbound::RoleSink {
   std::map<uint64_t, std::vector<uint64_t>> master_gens_;
 };
 
-std::string dead_address() { return "127.0.0.1:" + std::to_string(test::sentinel_free_port()); }
+std::string dead_address() { return "127.0.0.1:" + std::to_string(test::free_loopback_port()); }
 
 TEST(Sentinel, ResolverAsksEachSentinelInTurnAndChecksRole) {
   test::SentinelSetup s;
