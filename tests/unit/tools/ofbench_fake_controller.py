@@ -108,13 +108,18 @@ class Ctl:
     async def watch(self):
         if self.master or not self.a.watch:
             return
+        # Armed only once the master's port has been seen open: under load the master may start
+        # listening after this process does, and a refused connect then is not a failure.
+        seen_open = False
         while True:
             await asyncio.sleep(0.02)
             try:
                 _, w = await asyncio.open_connection("127.0.0.1", self.a.watch)
                 w.close()
+                seen_open = True
             except OSError:
-                break
+                if seen_open:
+                    break
         await asyncio.sleep(self.a.takeover_ms / 1000)
         self.gen = 2
         self.master = True
