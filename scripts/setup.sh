@@ -20,7 +20,7 @@ JOBS=${JOBS:-2}
 
 PACKAGES=(
   # toolchain
-  build-essential g++ clang libclang-rt-14-dev cmake ninja-build pkg-config git
+  build-essential g++ clang libclang-rt-14-dev lld cmake ninja-build pkg-config git
   # libraries
   libasio-dev libspdlog-dev libfmt-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev

@@ -34,7 +34,7 @@ constexpr std::size_t kLineWidth = 100;
 
 // ---- options and registry -------------------------------------------------------------------
 
-struct Opts {
+struct CtlOpts {
   std::string url = "http://127.0.0.1:8080";
   std::string token;
   std::string cacert, cert, key_file;  // HTTPS: CA to trust, client certificate and its key
@@ -45,7 +45,7 @@ struct Opts {
   bool strict = false, send_flow_rem = false, check_overlap = false;
   std::vector<std::string> sets;
 };
-Opts g_opts;
+CtlOpts g_ctl_opts;
 CLI::App* g_ctl = nullptr;
 std::vector<std::pair<CLI::App*, int (*)()>> g_cmds;
 int g_exit = 0;  // set by whatever printed a failure
@@ -73,44 +73,44 @@ void add(Params& q, const char* k, const std::string& v) { if (!v.empty()) q.emp
 void add(Params& q, const char* k, const std::optional<int64_t>& v) { if (v) q.emplace_back(k, std::to_string(*v)); }
 
 bool open_client() {
-  std::string u = g_opts.url;
+  std::string u = g_ctl_opts.url;
   if (u.find("://") == std::string::npos) u = "http://" + u;
   const auto slash = u.find('/', u.find("://") + 3);
   g_origin = u.substr(0, slash);
   g_base = slash == std::string::npos ? "" : u.substr(slash);
   while (!g_base.empty() && g_base.back() == '/') g_base.pop_back();
   if (g_base.size() >= 7 && g_base.compare(g_base.size() - 7, 7, "/api/v1") == 0) g_base.resize(g_base.size() - 7);
-  if (g_opts.cert.empty() != g_opts.key_file.empty()) {
+  if (g_ctl_opts.cert.empty() != g_ctl_opts.key_file.empty()) {
     fmt::print(stderr, "sdnator ctl: --cert and --key go together\n");
     return false;
   }
   const bool https = g_origin.rfind("https://", 0) == 0;
-  if (!https && !(g_opts.cacert.empty() && g_opts.cert.empty())) {
+  if (!https && !(g_ctl_opts.cacert.empty() && g_ctl_opts.cert.empty())) {
     fmt::print(stderr, "sdnator ctl: --cacert/--cert need an https:// --url\n");
     return false;
   }
   try {
-    g_http = g_opts.cert.empty() ? std::make_unique<httplib::Client>(g_origin)
-                                 : std::make_unique<httplib::Client>(g_origin, g_opts.cert, g_opts.key_file);
+    g_http = g_ctl_opts.cert.empty() ? std::make_unique<httplib::Client>(g_origin)
+                                 : std::make_unique<httplib::Client>(g_origin, g_ctl_opts.cert, g_ctl_opts.key_file);
   } catch (const std::exception&) {  // an unknown scheme
   }
   if (!g_http || !g_http->is_valid()) {
-    fmt::print(stderr, "sdnator ctl: bad --url '{}' (want http[s]://HOST[:PORT][/PREFIX]){}\n", g_opts.url,
-               g_opts.cert.empty() ? "" : " or unusable --cert/--key");
+    fmt::print(stderr, "sdnator ctl: bad --url '{}' (want http[s]://HOST[:PORT][/PREFIX]){}\n", g_ctl_opts.url,
+               g_ctl_opts.cert.empty() ? "" : " or unusable --cert/--key");
     return false;
   }
   if (https) {
-    if (!g_opts.cacert.empty()) g_http->set_ca_cert_path(g_opts.cacert);
+    if (!g_ctl_opts.cacert.empty()) g_http->set_ca_cert_path(g_ctl_opts.cacert);
     g_http->enable_server_certificate_verification(true);
   }
-  const auto sec = static_cast<time_t>(g_opts.timeout_s);
-  const auto usec = static_cast<time_t>((g_opts.timeout_s - static_cast<double>(sec)) * 1e6);
+  const auto sec = static_cast<time_t>(g_ctl_opts.timeout_s);
+  const auto usec = static_cast<time_t>((g_ctl_opts.timeout_s - static_cast<double>(sec)) * 1e6);
   g_http->set_connection_timeout(sec, usec);
   g_http->set_read_timeout(sec, usec);
   g_http->set_write_timeout(sec, usec);
   g_http->set_url_encode(false);  // paths and queries are encoded here
   g_http->set_default_headers({{"Accept", "application/json"}});
-  if (!g_opts.token.empty()) g_http->set_bearer_token_auth(g_opts.token);
+  if (!g_ctl_opts.token.empty()) g_http->set_bearer_token_auth(g_ctl_opts.token);
   return true;
 }
 
@@ -131,8 +131,8 @@ std::string connect_failure() {
     return fmt::format("cannot resolve '{}': {}", host, ::gai_strerror(rc));
   std::string why = "connection failed";
   if (const int fd = ::socket(res->ai_family, SOCK_STREAM, 0); fd >= 0) {
-    const auto sec = static_cast<time_t>(g_opts.timeout_s);
-    timeval tv{sec, static_cast<suseconds_t>((g_opts.timeout_s - static_cast<double>(sec)) * 1e6)};
+    const auto sec = static_cast<time_t>(g_ctl_opts.timeout_s);
+    timeval tv{sec, static_cast<suseconds_t>((g_ctl_opts.timeout_s - static_cast<double>(sec)) * 1e6)};
     ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (::connect(fd, res->ai_addr, res->ai_addrlen) != 0) why = std::strerror(errno);
     ::close(fd);
@@ -144,7 +144,7 @@ std::string connect_failure() {
 std::string transport_reason(httplib::Error e) {
   switch (e) {
     case httplib::Error::Connection: return connect_failure();
-    case httplib::Error::ConnectionTimeout: return fmt::format("no connection within {} s", g_opts.timeout_s);
+    case httplib::Error::ConnectionTimeout: return fmt::format("no connection within {} s", g_ctl_opts.timeout_s);
     case httplib::Error::Write: return "the request could not be sent";
     case httplib::Error::SSLConnection: return "TLS handshake failed";
     case httplib::Error::SSLServerVerification: return "TLS server certificate not trusted";
@@ -172,7 +172,7 @@ std::optional<Reply> send(std::string_view method, const std::string& path, cons
                       : method == "DELETE" ? (body ? g_http->Delete(target, b, kType) : g_http->Delete(target))
                                            : g_http->Get(target);
   if (!r && r.error() == httplib::Error::Read) {
-    fmt::print(stderr, "sdnator ctl: no complete answer from {}{} within {} s\n", g_origin, g_base, g_opts.timeout_s);
+    fmt::print(stderr, "sdnator ctl: no complete answer from {}{} within {} s\n", g_origin, g_base, g_ctl_opts.timeout_s);
     g_exit = 2;
     return std::nullopt;
   }
@@ -193,7 +193,7 @@ void report(const Reply& r) {
   fmt::print(stderr, "error (HTTP {}): {}{}\n", r.status, msg, field);
   if (r.status == 401)
     fmt::print(stderr, "hint: {}\n",
-               g_opts.token.empty() ? "this server wants a token: pass --token or set SDNATOR_TOKEN"
+               g_ctl_opts.token.empty() ? "this server wants a token: pass --token or set SDNATOR_TOKEN"
                                     : "the server rejected the token (--token / SDNATOR_TOKEN)");
   g_exit = 1;
 }
@@ -219,14 +219,14 @@ std::optional<Json> call(std::string_view method, const std::string& path, const
 std::optional<Json> fetch(const std::string& path, const Params& q = {}, std::string_view method = "GET",
                           const Json* body = nullptr) {
   auto j = call(method, path, q, body);
-  if (j && g_opts.json) {
+  if (j && g_ctl_opts.json) {
     print_json(*j);
     return std::nullopt;
   }
   return j;
 }
 
-std::string sw_path() { return "/switches/" + seg(g_opts.dpid); }
+std::string sw_path() { return "/switches/" + seg(g_ctl_opts.dpid); }
 
 // ---- commands -------------------------------------------------------------------------------
 
@@ -250,7 +250,7 @@ int cmd_status() {
     report(*c);
     return g_exit;
   }
-  if (g_opts.json) {
+  if (g_ctl_opts.json) {
     print_json(Json{{"health", *h}, {"cpam", cpam ? c->body : Json()}});
     return 0;
   }
@@ -295,11 +295,11 @@ int cmd_ports() {
 // The flow filters, for a query string (GET) or a JSON body (DELETE).
 Params filter_params() {
   Params q;
-  add(q, "match", g_opts.match);
-  add(q, "table", g_opts.table);
-  add(q, "cookie", g_opts.cookie);
-  add(q, "out_port", g_opts.out_port);
-  add(q, "priority", g_opts.priority);
+  add(q, "match", g_ctl_opts.match);
+  add(q, "table", g_ctl_opts.table);
+  add(q, "cookie", g_ctl_opts.cookie);
+  add(q, "out_port", g_ctl_opts.out_port);
+  add(q, "priority", g_ctl_opts.priority);
   return q;
 }
 
@@ -311,14 +311,14 @@ int cmd_flows() {
 }
 
 int cmd_flow_add() {
-  Json body{{"match", g_opts.match}, {"actions", g_opts.actions}};
-  if (g_opts.priority) body["priority"] = *g_opts.priority;
-  if (g_opts.table) body["table"] = *g_opts.table;
-  if (g_opts.idle) body["idle_timeout"] = *g_opts.idle;
-  if (g_opts.hard) body["hard_timeout"] = *g_opts.hard;
-  if (g_opts.send_flow_rem) body["send_flow_rem"] = true;
-  if (g_opts.check_overlap) body["check_overlap"] = true;
-  if (!g_opts.cookie.empty()) body["cookie"] = g_opts.cookie;  // the server parses decimal or 0x-hex text
+  Json body{{"match", g_ctl_opts.match}, {"actions", g_ctl_opts.actions}};
+  if (g_ctl_opts.priority) body["priority"] = *g_ctl_opts.priority;
+  if (g_ctl_opts.table) body["table"] = *g_ctl_opts.table;
+  if (g_ctl_opts.idle) body["idle_timeout"] = *g_ctl_opts.idle;
+  if (g_ctl_opts.hard) body["hard_timeout"] = *g_ctl_opts.hard;
+  if (g_ctl_opts.send_flow_rem) body["send_flow_rem"] = true;
+  if (g_ctl_opts.check_overlap) body["check_overlap"] = true;
+  if (!g_ctl_opts.cookie.empty()) body["cookie"] = g_ctl_opts.cookie;  // the server parses decimal or 0x-hex text
   auto j = fetch(sw_path() + "/flows", {}, "POST", &body);
   if (!j) return g_exit;
   std::string line = flow_line(at(*j, "flow"));
@@ -334,7 +334,7 @@ int cmd_flow_del() {
     // table, priority and numeric out_ports go as numbers; match, cookie and named ports as text.
     body[k] = k != "match" && k != "cookie" && ec == std::errc() && p == v.data() + v.size() ? Json(n) : Json(v);
   }
-  if (g_opts.strict) body["strict"] = true;
+  if (g_ctl_opts.strict) body["strict"] = true;
   auto j = fetch(sw_path() + "/flows", {}, "DELETE", &body);
   if (!j) return g_exit;
   fmt::print("deleted {} flow(s)\n", text(*j, "deleted"));
@@ -364,7 +364,7 @@ int cmd_topology() {
   std::string summary;
   for (const auto& [st, n] : states) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", n, st);
   fmt::print("\nhosts ({}{}{})\n", hosts.size(), summary.empty() ? "" : ": ", summary);
-  const std::size_t shown = g_opts.hosts && *g_opts.hosts > 0 ? std::min<std::size_t>(hosts.size(), *g_opts.hosts)
+  const std::size_t shown = g_ctl_opts.hosts && *g_ctl_opts.hosts > 0 ? std::min<std::size_t>(hosts.size(), *g_ctl_opts.hosts)
                                                               : hosts.size();
   host_table(hosts, shown).print();
   if (shown < hosts.size()) fmt::print("... {} more (--hosts 0 shows all)\n", hosts.size() - shown);
@@ -405,8 +405,8 @@ int cmd_cpam_mapping() {
 
 int cmd_cpam_vips() {
   Params q;
-  add(q, "state", g_opts.state);
-  add(q, "limit", g_opts.limit);
+  add(q, "state", g_ctl_opts.state);
+  add(q, "limit", g_ctl_opts.limit);
   auto j = fetch("/cpam/vips", q);
   if (!j) return g_exit;
   Table t({{"VIP"}, {"STATE"}, {"OWNER"}, {"SESSIONS", R}, {"FLOWS", R}});
@@ -418,7 +418,7 @@ int cmd_cpam_vips() {
 
 int cmd_cpam_sessions() {
   Params q;
-  add(q, "limit", g_opts.limit);
+  add(q, "limit", g_ctl_opts.limit);
   auto j = fetch("/cpam/sessions", q);
   if (!j) return g_exit;
   auto ep = [](const Json& s, const char* host, const char* port) {  // no port for ICMP (0)
@@ -438,7 +438,7 @@ int cmd_cpam_sessions() {
 
 int cmd_cpam_rotations() {
   Params q;
-  add(q, "limit", g_opts.limit);
+  add(q, "limit", g_ctl_opts.limit);
   auto j = fetch("/cpam/rotations", q);
   if (!j) return g_exit;
   Table t({{"EPOCH", R}, {"TIME"}, {"MS", R}, {"HOSTS", R}, {"ROTATED", R}, {"PREINST", R}, {"FAILED", R},
@@ -497,16 +497,16 @@ int cmd_blocks() {
 }
 
 int cmd_block() {
-  Json body = {{"mac", g_opts.mac}};
-  if (!g_opts.ip.empty()) body["ip"] = g_opts.ip;
-  if (g_opts.duration) body["duration_s"] = *g_opts.duration;
+  Json body = {{"mac", g_ctl_opts.mac}};
+  if (!g_ctl_opts.ip.empty()) body["ip"] = g_ctl_opts.ip;
+  if (g_ctl_opts.duration) body["duration_s"] = *g_ctl_opts.duration;
   auto j = fetch("/mitigation/blocks", {}, "POST", &body);
   if (j) fmt::print("blocked {} on {} switch(es) for {} s\n", text(*j, "mac"), text(*j, "switches"), text(*j, "hard_timeout_s"));
   return g_exit;
 }
 
 int cmd_unblock() {
-  auto j = fetch("/mitigation/blocks/" + seg(g_opts.mac), {}, "DELETE");
+  auto j = fetch("/mitigation/blocks/" + seg(g_ctl_opts.mac), {}, "DELETE");
   if (j) fmt::print("unblocked {}: rules deleted on {} switch(es)\n", text(*j, "mac"), text(*j, "removed_from"));
   return g_exit;
 }
@@ -523,7 +523,7 @@ Json setting_value(const std::string& v) {
 
 int cmd_cpam_config() {
   Json body = Json::object();
-  for (const auto& s : g_opts.sets) {
+  for (const auto& s : g_ctl_opts.sets) {
     const auto eq = s.find('=');
     if (eq == std::string::npos || eq == 0) {
       fmt::print(stderr, "sdnator ctl: --set wants key=value, got '{}'\n", s);
@@ -584,8 +584,8 @@ int cmd_apps() {
 
 int cmd_keys() {
   Params q;
-  add(q, "pattern", g_opts.pattern);
-  add(q, "limit", g_opts.limit);
+  add(q, "pattern", g_ctl_opts.pattern);
+  add(q, "limit", g_ctl_opts.limit);
   auto j = fetch("/keys", q);
   if (!j) return g_exit;
   record_table(*j, true, true, kLineWidth).print();
@@ -593,7 +593,7 @@ int cmd_keys() {
 }
 
 int cmd_key() {
-  auto j = fetch("/keys/latest", {{"key", g_opts.key}});
+  auto j = fetch("/keys/latest", {{"key", g_ctl_opts.key}});
   if (!j) return g_exit;
   const Json ms = ns_to_ms(at(*j, "ts_ns"));
   Table t({{""}, {""}});
@@ -608,11 +608,11 @@ int cmd_key() {
 }
 
 int cmd_history() {
-  Params q{{"key", g_opts.key}};
-  add(q, "latest", g_opts.latest);
-  add(q, "limit", g_opts.limit);
-  add(q, "from_ns", g_opts.from_ns);
-  add(q, "to_ns", g_opts.to_ns);
+  Params q{{"key", g_ctl_opts.key}};
+  add(q, "latest", g_ctl_opts.latest);
+  add(q, "limit", g_ctl_opts.limit);
+  add(q, "from_ns", g_ctl_opts.from_ns);
+  add(q, "to_ns", g_ctl_opts.to_ns);
   auto j = fetch("/history", q);
   if (!j) return g_exit;
   std::set<std::string> keys;
@@ -669,14 +669,14 @@ CLI::App* cmd(CLI::App* parent, const char* name, const char* help, int (*fn)())
   return c;
 }
 void dpid_arg(CLI::App* c) {
-  c->add_option("dpid", g_opts.dpid, "datapath id (16 hex digits, 1, 0x1 or 00:..:01)")->required();
+  c->add_option("dpid", g_ctl_opts.dpid, "datapath id (16 hex digits, 1, 0x1 or 00:..:01)")->required();
 }
 void filter_opts(CLI::App* c) {
-  c->add_option("--match", g_opts.match, "ovs-ofctl match, e.g. in_port=1,ip,nw_dst=10.0.0.2");
-  c->add_option("--table", g_opts.table, "table id");
-  c->add_option("--cookie", g_opts.cookie, "cookie 0x.. or 0x../0xmask");
-  c->add_option("--out-port", g_opts.out_port, "output port");
-  c->add_option("--priority", g_opts.priority, "exact priority");
+  c->add_option("--match", g_ctl_opts.match, "ovs-ofctl match, e.g. in_port=1,ip,nw_dst=10.0.0.2");
+  c->add_option("--table", g_ctl_opts.table, "table id");
+  c->add_option("--cookie", g_ctl_opts.cookie, "cookie 0x.. or 0x../0xmask");
+  c->add_option("--out-port", g_ctl_opts.out_port, "output port");
+  c->add_option("--priority", g_ctl_opts.priority, "exact priority");
 }
 
 }  // namespace
@@ -685,16 +685,16 @@ void add_ctl_subcommand(CLI::App& app) {
   g_ctl = app.add_subcommand("ctl", "query and drive a running controller over its REST API");
   g_ctl->require_subcommand(1);
   g_ctl->fallthrough();  // global options may also follow the subcommand (inherited)
-  g_ctl->add_option("--url", g_opts.url, "API base URL (default http://127.0.0.1:8080)")->envname("SDNATOR_URL");
-  g_ctl->add_option("--token", g_opts.token, "bearer token for the API")->envname("SDNATOR_TOKEN");
-  g_ctl->add_option("--cacert", g_opts.cacert, "HTTPS: CA certificate (PEM) the server's must chain to")
+  g_ctl->add_option("--url", g_ctl_opts.url, "API base URL (default http://127.0.0.1:8080)")->envname("SDNATOR_URL");
+  g_ctl->add_option("--token", g_ctl_opts.token, "bearer token for the API")->envname("SDNATOR_TOKEN");
+  g_ctl->add_option("--cacert", g_ctl_opts.cacert, "HTTPS: CA certificate (PEM) the server's must chain to")
       ->envname("SDNATOR_CACERT")->check(CLI::ExistingFile);
-  g_ctl->add_option("--cert", g_opts.cert, "HTTPS: client certificate (PEM), when the API asks for one")
+  g_ctl->add_option("--cert", g_ctl_opts.cert, "HTTPS: client certificate (PEM), when the API asks for one")
       ->envname("SDNATOR_CERT")->check(CLI::ExistingFile);
-  g_ctl->add_option("--key", g_opts.key_file, "HTTPS: the client certificate's private key (PEM)")
+  g_ctl->add_option("--key", g_ctl_opts.key_file, "HTTPS: the client certificate's private key (PEM)")
       ->envname("SDNATOR_KEY")->check(CLI::ExistingFile);
-  g_ctl->add_flag("--json", g_opts.json, "print the server's JSON (pretty) instead of tables");
-  g_ctl->add_option("--timeout", g_opts.timeout_s, "seconds to wait for the server (default 10)")
+  g_ctl->add_flag("--json", g_ctl_opts.json, "print the server's JSON (pretty) instead of tables");
+  g_ctl->add_option("--timeout", g_ctl_opts.timeout_s, "seconds to wait for the server (default 10)")
       ->check(CLI::PositiveNumber);
 
   cmd(g_ctl, "status", "health, switch count, CPAM epoch and next rotation", cmd_status);
@@ -706,56 +706,56 @@ void add_ctl_subcommand(CLI::App& app) {
   filter_opts(flows);
   auto* add_c = cmd(g_ctl, "flow-add", "add a flow (answers once the switch confirmed it)", cmd_flow_add);
   dpid_arg(add_c);
-  add_c->add_option("--match", g_opts.match, "ovs-ofctl match, e.g. in_port=1,ip")->required();
-  add_c->add_option("--actions", g_opts.actions, "ovs-ofctl actions, e.g. output:2")->required();
-  add_c->add_option("--priority", g_opts.priority, "priority (server default when absent)");
-  add_c->add_option("--table", g_opts.table, "table id");
-  add_c->add_option("--idle", g_opts.idle, "idle timeout, s");
-  add_c->add_option("--hard", g_opts.hard, "hard timeout, s");
-  add_c->add_option("--cookie", g_opts.cookie, "cookie (decimal or 0x hex)");
-  add_c->add_flag("--send-flow-rem", g_opts.send_flow_rem, "set OFPFF_SEND_FLOW_REM");
-  add_c->add_flag("--check-overlap", g_opts.check_overlap, "set OFPFF_CHECK_OVERLAP");
+  add_c->add_option("--match", g_ctl_opts.match, "ovs-ofctl match, e.g. in_port=1,ip")->required();
+  add_c->add_option("--actions", g_ctl_opts.actions, "ovs-ofctl actions, e.g. output:2")->required();
+  add_c->add_option("--priority", g_ctl_opts.priority, "priority (server default when absent)");
+  add_c->add_option("--table", g_ctl_opts.table, "table id");
+  add_c->add_option("--idle", g_ctl_opts.idle, "idle timeout, s");
+  add_c->add_option("--hard", g_ctl_opts.hard, "hard timeout, s");
+  add_c->add_option("--cookie", g_ctl_opts.cookie, "cookie (decimal or 0x hex)");
+  add_c->add_flag("--send-flow-rem", g_ctl_opts.send_flow_rem, "set OFPFF_SEND_FLOW_REM");
+  add_c->add_flag("--check-overlap", g_ctl_opts.check_overlap, "set OFPFF_CHECK_OVERLAP");
   auto* del = cmd(g_ctl, "flow-del", "delete flows matching the filters", cmd_flow_del);
   dpid_arg(del);
   filter_opts(del);
-  del->add_flag("--strict", g_opts.strict, "DELETE_STRICT: exact match and priority")->needs("--priority");
+  del->add_flag("--strict", g_ctl_opts.strict, "DELETE_STRICT: exact match and priority")->needs("--priority");
   cmd(g_ctl, "topology", "switches with port roles, links, hosts", cmd_topology)
-      ->add_option("--hosts", g_opts.hosts, "show at most N hosts (0 = all)");
+      ->add_option("--hosts", g_ctl_opts.hosts, "show at most N hosts (0 = all)");
 
   auto* cpam = g_ctl->add_subcommand("cpam", "the CPAM app (address mutation)");
   cpam->require_subcommand(1);
   cmd(cpam, "status", "epoch, timing, VIP states, counters", cmd_cpam_status);
   cmd(cpam, "mapping", "the current host -> VIP mapping", cmd_cpam_mapping);
   auto* vips = cmd(cpam, "vips", "VIPs with their state and references", cmd_cpam_vips);
-  vips->add_option("--state", g_opts.state, "free, reserved, primary, grace or quarantine");
-  vips->add_option("--limit", g_opts.limit, "at most N (server default 1000)");
+  vips->add_option("--state", g_ctl_opts.state, "free, reserved, primary, grace or quarantine");
+  vips->add_option("--limit", g_ctl_opts.limit, "at most N (server default 1000)");
   cmd(cpam, "sessions", "bound sessions", cmd_cpam_sessions)
-      ->add_option("--limit", g_opts.limit, "at most N (server default 1000)");
+      ->add_option("--limit", g_ctl_opts.limit, "at most N (server default 1000)");
   cmd(cpam, "rotations", "rotation history, newest last", cmd_cpam_rotations)
-      ->add_option("--limit", g_opts.limit, "at most N (server default 50)");
+      ->add_option("--limit", g_ctl_opts.limit, "at most N (server default 50)");
   cmd(cpam, "rotate", "rotate now", cmd_cpam_rotate);
   cmd(cpam, "config", "show the [cpam] values in effect, or change some with --set", cmd_cpam_config)
-      ->add_option("--set", g_opts.sets, "key=value (repeatable; numbers sent as integers)");
+      ->add_option("--set", g_ctl_opts.sets, "key=value (repeatable; numbers sent as integers)");
 
   cmd(g_ctl, "ids", "the intrusion detector's state, the sampler's counters, the latest suspects", cmd_ids);
   cmd(g_ctl, "blocks", "the mitigation app's drop rules in force", cmd_blocks);
   auto* blk = cmd(g_ctl, "block", "drop a MAC's traffic on every switch (answers once all confirmed)", cmd_block);
-  blk->add_option("mac", g_opts.mac, "source MAC")->required();
-  blk->add_option("--ip", g_opts.ip, "its IPv4 address (needed with [mitigation] match = \"ip\")");
-  blk->add_option("--duration", g_opts.duration, "hard timeout, s (default by offence)");
+  blk->add_option("mac", g_ctl_opts.mac, "source MAC")->required();
+  blk->add_option("--ip", g_ctl_opts.ip, "its IPv4 address (needed with [mitigation] match = \"ip\")");
+  blk->add_option("--duration", g_ctl_opts.duration, "hard timeout, s (default by offence)");
   cmd(g_ctl, "unblock", "lift a block (its rules deleted on every switch)", cmd_unblock)
-      ->add_option("mac", g_opts.mac, "source MAC")->required();
+      ->add_option("mac", g_ctl_opts.mac, "source MAC")->required();
   cmd(g_ctl, "apps", "app counters and the Coordinator's instances", cmd_apps);
   auto* keys = cmd(g_ctl, "keys", "latest value of every key matching a pattern", cmd_keys);
-  keys->add_option("pattern", g_opts.pattern, "DUE pattern (server default **)");
-  keys->add_option("--limit", g_opts.limit, "at most N (server default 1000)");
-  cmd(g_ctl, "key", "latest value of one key", cmd_key)->add_option("key", g_opts.key, "concrete key")->required();
+  keys->add_option("pattern", g_ctl_opts.pattern, "DUE pattern (server default **)");
+  keys->add_option("--limit", g_ctl_opts.limit, "at most N (server default 1000)");
+  cmd(g_ctl, "key", "latest value of one key", cmd_key)->add_option("key", g_ctl_opts.key, "concrete key")->required();
   auto* hist = cmd(g_ctl, "history", "archived values of a key (Data Archives)", cmd_history);
-  hist->add_option("key", g_opts.key, "key or pattern")->required();
-  hist->add_option("--latest", g_opts.latest, "only the newest N");
-  hist->add_option("--limit", g_opts.limit, "at most N");
-  hist->add_option("--from-ns", g_opts.from_ns, "timestamp >= (ns since the epoch)");
-  hist->add_option("--to-ns", g_opts.to_ns, "timestamp < (ns since the epoch)");
+  hist->add_option("key", g_ctl_opts.key, "key or pattern")->required();
+  hist->add_option("--latest", g_ctl_opts.latest, "only the newest N");
+  hist->add_option("--limit", g_ctl_opts.limit, "at most N");
+  hist->add_option("--from-ns", g_ctl_opts.from_ns, "timestamp >= (ns since the epoch)");
+  hist->add_option("--to-ns", g_ctl_opts.to_ns, "timestamp < (ns since the epoch)");
   cmd(g_ctl, "metrics", "headline figures: messages, packet-ins, errors, RPPT", cmd_metrics);
 }
 

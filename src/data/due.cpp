@@ -158,11 +158,6 @@ std::string random_uuid() {
                      a & 0xffff, b >> 48, b & 0xffffffffffffULL);
 }
 
-struct StrHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
 }  // namespace
 
 // One concrete key this client writes to: its parsed form, sequence counter and pacing state.

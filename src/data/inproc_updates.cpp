@@ -31,11 +31,6 @@ thread_local const Sub* t_running = nullptr;
 
 std::atomic<uint64_t> g_next_bus_id{1};
 
-struct StrHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
 // Per-thread match cache for one bus (the last one this thread published on).
 struct ThreadCache {
   uint64_t bus = 0;

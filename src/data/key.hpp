@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,12 @@
 #include "core/expected.hpp"
 
 namespace sdn::data {
+
+// Transparent hash for string-keyed maps looked up by string_view (no temporary std::string).
+struct StrHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 
 // Limits on what a key may hold; a key past any of them is refused with an error naming it.
 inline constexpr std::size_t kMaxKeyBytes = 1024;

@@ -236,8 +236,6 @@ std::string duration_text(uint32_t sec, uint32_t nsec) {
   return fmt::format("{}.{}s", sec, frac);
 }
 
-constexpr uint16_t kDefaultPriority = 0x8000;  // OFP_DEFAULT_PRIORITY
-
 }  // namespace
 
 std::string format_actions(const ofp::InstructionList& list) {
@@ -263,7 +261,7 @@ std::string format_flow(const ofp::FlowStats& f) {
     if ((f.flags & bit) != 0) line += fmt::format("{} ", name);
   }
   std::string match = format_match(f.match);
-  if (f.priority != kDefaultPriority) {
+  if (f.priority != detail::kDefaultPriority) {
     match = match.empty() ? fmt::format("priority={}", f.priority) : fmt::format("priority={},{}", f.priority, match);
   }
   line += match;

@@ -45,6 +45,7 @@ struct Proto {
   bool ip_any() const { return eth_type == 0x0800 || eth_type == 0x86dd; }
   bool arp() const { return eth_type == 0x0806; }
 };
+inline constexpr uint16_t kDefaultPriority = 0x8000;  // OFP_DEFAULT_PRIORITY, as ovs-ofctl
 inline constexpr uint16_t kEthIpv4 = 0x0800;
 inline constexpr uint16_t kEthArp = 0x0806;
 inline constexpr uint8_t kProtoIcmp = 1;

@@ -12,7 +12,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr uint16_t kDefaultPriority = 0x8000;  // OFP_DEFAULT_PRIORITY, as ovs-ofctl
 constexpr uint64_t kAll64 = ~uint64_t{0};
 
 FieldError err(std::string_view field, std::string message) { return FieldError{std::string(field), std::move(message)}; }
@@ -101,7 +100,7 @@ Expected<ofp::FlowMod, FieldError> flow_add_from_json(const Json& body) {
   ofp::FlowMod fm;
   fm.command = ofp::FlowModCommand::kAdd;
   fm.buffer_id = ofp::kNoBuffer;
-  fm.priority = kDefaultPriority;
+  fm.priority = detail::kDefaultPriority;
   auto match = opt_match(body);
   if (!match) return unexpected(match.error());
   fm.match = std::move(*match);
@@ -211,7 +210,7 @@ ofp::FlowMod FlowFilter::to_delete() const {
   fm.out_group = ofp::kGroupAny;
   fm.buffer_id = ofp::kNoBuffer;
   // Only DELETE_STRICT reads the priority; ovs-ofctl sends the default otherwise.
-  fm.priority = priority.value_or(kDefaultPriority);
+  fm.priority = priority.value_or(detail::kDefaultPriority);
   fm.match = match;
   return fm;
 }

@@ -8,10 +8,6 @@
 namespace sdn::apps::cpam::shared {
 
 namespace {
-int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 nlohmann::json parse(std::string_view text) { return nlohmann::json::parse(text, nullptr, false); }
 }  // namespace
 

@@ -18,10 +18,6 @@ namespace sdn::apps::cpam {
 using southbound::SwitchContext;
 
 namespace {
-int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 bool live_state(VipState s) { return s == VipState::kReserved || s == VipState::kPrimary || s == VipState::kGrace; }
 }  // namespace
 

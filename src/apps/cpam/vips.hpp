@@ -22,6 +22,13 @@ namespace sdn::apps::cpam {
 
 using Clock = std::chrono::steady_clock;
 
+// Wall-clock milliseconds since the epoch: the time base of the archived VIP table, session
+// bindings and the cluster-shared state (they outlive the process, so steady_clock will not do).
+inline int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 enum class VipState : uint8_t { kFree = 0, kReserved = 1, kPrimary = 2, kGrace = 3, kQuarantine = 4 };
 const char* state_name(VipState s);
 

@@ -14,12 +14,6 @@ namespace sdn::apps::topology {
 
 using southbound::SwitchContext;
 
-namespace {
-
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-}  // namespace
-
 TopologyConfig read_topology_config(core::Config& cfg, std::string_view s) {
   TopologyConfig c;
   c.lldp_interval = std::chrono::milliseconds(cfg.get_int(s, "lldp_interval_ms", c.lldp_interval.count(), 100, 60000));

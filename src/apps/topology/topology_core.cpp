@@ -13,8 +13,6 @@ namespace {
 // Physical and logical ports only: LOCAL and the reserved numbers carry no links or hosts.
 bool fabric_port(uint32_t p) { return p != 0 && p <= ofp::port::kMax; }
 
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
 }  // namespace
 
 TopologyCore::TopologyCore(TopologyConfig cfg) : cfg_(cfg) {}

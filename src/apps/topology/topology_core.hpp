@@ -22,6 +22,9 @@ namespace sdn::apps::topology {
 
 using Clock = std::chrono::steady_clock;
 
+// A duration in milliseconds, for logs and records.
+inline double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
 struct TopologyConfig {
   std::chrono::milliseconds lldp_interval{1000};  // probe every up port this often
   std::chrono::milliseconds link_timeout{3500};   // a link not confirmed for this long is lost

@@ -11,6 +11,5 @@ if(SDNATOR_REDIS_SERVER)
   endif()
   sdnator_unit_test(data_acl_redis_test
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/acl_redis_test.cpp
-            ${PROJECT_SOURCE_DIR}/tests/fakes/redis_server.cpp
-    LIBS sdnator_data PkgConfig::HIREDIS_TEST)
+    LIBS sdnator_fake_redis sdnator_data PkgConfig::HIREDIS_TEST)
 endif()

@@ -6,8 +6,7 @@ if(SDNATOR_REDIS_SERVER)
   pkg_check_modules(HIREDIS_TEST REQUIRED IMPORTED_TARGET hiredis)
   sdnator_unit_test(redis_updates_test
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/redis_updates_test.cpp
-            ${PROJECT_SOURCE_DIR}/tests/fakes/redis_server.cpp
-    LIBS sdnator_data PkgConfig::HIREDIS_TEST)
+    LIBS sdnator_fake_redis sdnator_data PkgConfig::HIREDIS_TEST)
 else()
   message(STATUS "redis-server not found: redis_updates_test not built")
 endif()

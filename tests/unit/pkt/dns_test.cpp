@@ -67,7 +67,7 @@ std::string label_hex(size_t n, char c = 'a') {
   return ::testing::AssertionSuccess() << to_string(q.error());
 }
 
-DnsQuery must_parse(const Bytes& m) {
+DnsQuery must_parse_dns(const Bytes& m) {
   auto q = parse_dns_query(m);
   EXPECT_TRUE(q.has_value()) << (q ? "" : to_string(q.error()));
   return q ? *q : DnsQuery{};
@@ -76,7 +76,7 @@ DnsQuery must_parse(const Bytes& m) {
 // ---- golden bytes both ways ----
 
 TEST(Dns, GoldenQuery) {
-  const DnsQuery q = must_parse(query_bytes());
+  const DnsQuery q = must_parse_dns(query_bytes());
   EXPECT_EQ(q.id, 0x1a2b);
   EXPECT_EQ(q.flags, 0x0100);
   EXPECT_TRUE(q.recursion_desired());
@@ -86,20 +86,20 @@ TEST(Dns, GoldenQuery) {
 }
 
 TEST(Dns, GoldenResponse) {
-  const DnsQuery q = must_parse(query_bytes());
+  const DnsQuery q = must_parse_dns(query_bytes());
   const Ipv4Addr a[] = {ipv4(10, 0, 0, 12)};
   EXPECT_EQ(to_hex(build_dns_response(q, dnsrcode::kNoError, a, 60)), to_hex(from_hex(kResponse)));
 }
 
 TEST(Dns, GoldenNxDomain) {
-  const DnsQuery q = must_parse(query_bytes());
+  const DnsQuery q = must_parse_dns(query_bytes());
   // flags 8503: QR | AA | RD, RCODE 3; AN 0; the question only.
   const Bytes want = from_hex(std::string("1a2b 8503 0001 0000 0000 0000") + kQuestion);
   EXPECT_EQ(to_hex(build_dns_response(q, dnsrcode::kNxDomain, {}, 60)), to_hex(want));
 }
 
 TEST(Dns, EdnsAdditionalIsIgnored) {
-  const DnsQuery q = must_parse(from_hex(kEdnsQuery));
+  const DnsQuery q = must_parse_dns(from_hex(kEdnsQuery));
   EXPECT_EQ(q.id, 0xbeef);
   EXPECT_EQ(q.flags, 0x0120);
   EXPECT_EQ(q.name, "h12.cpam.lan");
@@ -113,12 +113,12 @@ TEST(Dns, EdnsAdditionalIsIgnored) {
 }
 
 TEST(Dns, RootAndOtherTypes) {
-  DnsQuery q = must_parse(query_with("00 0002 0001"));  // ". NS"
+  DnsQuery q = must_parse_dns(query_with("00 0002 0001"));  // ". NS"
   EXPECT_EQ(q.name, "");
   EXPECT_EQ(q.qtype, dnstype::kNs);
   EXPECT_EQ(to_hex(build_dns_response(q, dnsrcode::kNoError, {}, 0)),
             to_hex(from_hex("1234 8500 0001 0000 0000 0000 | 00 0002 0001")));
-  q = must_parse(query_with("03 683132 00 001c 0001", 0));  // "h12 AAAA", RD clear
+  q = must_parse_dns(query_with("03 683132 00 001c 0001", 0));  // "h12 AAAA", RD clear
   EXPECT_EQ(q.name, "h12");
   EXPECT_EQ(q.qtype, dnstype::kAaaa);
   EXPECT_FALSE(q.recursion_desired());
@@ -127,7 +127,7 @@ TEST(Dns, RootAndOtherTypes) {
 TEST(Dns, TrailingBytesAfterQuestionIgnored) {
   Bytes m = query_bytes();
   m.push_back(0xff);
-  EXPECT_EQ(must_parse(m).name, "h12.cpam.lan");
+  EXPECT_EQ(must_parse_dns(m).name, "h12.cpam.lan");
 }
 
 // ---- one negative test per rule ----
@@ -144,7 +144,7 @@ TEST(DnsNegative, QrSet) {
   EXPECT_TRUE(fails_with(query_with(kQuestion, 0x8100), Errc::kBadValue, "QR = 1 (a response, not a query)"));
   // Our own responses are refused, so the responder never answers itself.
   const Ipv4Addr a[] = {ipv4(10, 0, 0, 12)};
-  EXPECT_TRUE(fails_with(build_dns_response(must_parse(query_bytes()), 0, a, 1), Errc::kBadValue,
+  EXPECT_TRUE(fails_with(build_dns_response(must_parse_dns(query_bytes()), 0, a, 1), Errc::kBadValue,
                          "QR = 1 (a response, not a query)"));
 }
 
@@ -188,7 +188,7 @@ TEST(DnsNegative, LabelLongerThan63) {
 TEST(DnsNegative, NameLongerThan255) {
   // 3 x (1 + 63) + (1 + 61) + root = 255 bytes on the wire: the longest name (253 characters).
   const std::string longest = label_hex(63) + label_hex(63) + label_hex(63) + label_hex(61) + "00";
-  const DnsQuery q = must_parse(query_with(longest + "0001 0001"));
+  const DnsQuery q = must_parse_dns(query_with(longest + "0001 0001"));
   EXPECT_EQ(q.name.size(), 253u);
   const std::string too_long = label_hex(63) + label_hex(63) + label_hex(63) + label_hex(62) + "00";
   EXPECT_TRUE(fails_with(query_with(too_long + "0001 0001"), Errc::kBadLength, "QNAME longer than 255 bytes"));
@@ -222,7 +222,7 @@ TEST(DnsNegative, LabelByteOutsidePrintableAscii) {
   }
   // The ends of the range are accepted.
   Bytes m = query_with("02 217e 00 0001 0001");
-  EXPECT_EQ(must_parse(m).name, "!~");
+  EXPECT_EQ(must_parse_dns(m).name, "!~");
 }
 
 TEST(DnsNegative, DotInsideLabel) {
@@ -306,14 +306,14 @@ void check_response(const Bytes& r, const Bytes& query, const DnsQuery& q, uint8
 
 TEST(DnsRoundTrip, SeveralAnswers) {
   const Bytes m = query_bytes();
-  const DnsQuery q = must_parse(m);
+  const DnsQuery q = must_parse_dns(m);
   const std::vector<Ipv4Addr> a = {ipv4(10, 0, 0, 12), ipv4(10, 0, 1, 12), ipv4(192, 168, 255, 1)};
   check_response(build_dns_response(q, dnsrcode::kNoError, a, 0xdeadbeef), m, q, dnsrcode::kNoError, a, 0xdeadbeef);
 }
 
 TEST(DnsRoundTrip, RdClearAndEveryRcode) {
   const Bytes m = query_with("04 686f7374 00 0001 0001", 0x0000);
-  const DnsQuery q = must_parse(m);
+  const DnsQuery q = must_parse_dns(m);
   for (uint8_t rc : {dnsrcode::kNoError, dnsrcode::kFormErr, dnsrcode::kServFail, dnsrcode::kNxDomain,
                      dnsrcode::kNotImp, dnsrcode::kRefused})
     check_response(build_dns_response(q, rc, {}, 30), m, q, rc, {}, 30);
@@ -322,7 +322,7 @@ TEST(DnsRoundTrip, RdClearAndEveryRcode) {
 TEST(DnsRoundTrip, LongestNameAndAnswersPast512) {
   const std::string longest = label_hex(63) + label_hex(63) + label_hex(63) + label_hex(61) + "00";
   const Bytes m = query_with(longest + "00ff 0001");
-  const DnsQuery q = must_parse(m);
+  const DnsQuery q = must_parse_dns(m);
   // 12 + 259 + 15 x 16 = 511: fifteen fit, the sixteenth would pass 512 bytes.
   std::vector<Ipv4Addr> a;
   for (uint8_t i = 1; i <= 15; ++i) a.push_back(ipv4(10, 0, 0, i));
@@ -354,7 +354,7 @@ TEST(DnsRoundTrip, BuiltFromAHandMadeQuery) {
 TEST(Dns, CaseFolding) {
   // "H12.CpAm.LAN": letters folded, digits and other bytes left alone (RFC 4343).
   const Bytes m = query_with("03 483132 04 4370416d 03 4c414e 00 0001 0001");
-  const DnsQuery q = must_parse(m);
+  const DnsQuery q = must_parse_dns(m);
   EXPECT_EQ(q.name, "h12.cpam.lan");
   // The response echoes the question lower-cased.
   const Ipv4Addr a[] = {ipv4(10, 0, 0, 12)};
@@ -362,7 +362,7 @@ TEST(Dns, CaseFolding) {
   want[0] = 0x12;
   want[1] = 0x34;
   EXPECT_EQ(to_hex(build_dns_response(q, dnsrcode::kNoError, a, 60)), to_hex(want));
-  EXPECT_EQ(must_parse(query_with("05 5a405b607a 00 0001 0001")).name, "z@[`z");  // only A-Z fold
+  EXPECT_EQ(must_parse_dns(query_with("05 5a405b607a 00 0001 0001")).name, "z@[`z");  // only A-Z fold
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ namespace {
 
 using test::from_hex;
 
-constexpr Mac kA{0x000000000001ULL};
-constexpr Mac kB{0x000000000002ULL};
+constexpr Mac kSrcMac{0x000000000001ULL};
+constexpr Mac kDstMac{0x000000000002ULL};
 constexpr size_t kL3 = kEthHeaderLen;        // IPv4/ARP offset, untagged
 constexpr size_t kL4 = kL3 + kIpv4MinHeaderLen;
 
@@ -31,19 +31,19 @@ constexpr size_t kL4 = kL3 + kIpv4MinHeaderLen;
 }
 
 Bytes unpadded_udp(size_t payload_len) {
-  EthSpec e{kB, kA};
+  EthSpec e{kDstMac, kSrcMac};
   e.pad = false;
   return build_udp(e, Ipv4Spec{ipv4(10, 0, 0, 1), ipv4(10, 0, 0, 2)}, 1, 2, Bytes(payload_len, 0x55));
 }
 
 Bytes unpadded_tcp() {
-  EthSpec e{kB, kA};
+  EthSpec e{kDstMac, kSrcMac};
   e.pad = false;
   return build_tcp(e, Ipv4Spec{ipv4(10, 0, 0, 1), ipv4(10, 0, 0, 2)}, TcpSpec{});
 }
 
 Bytes frame_of(uint16_t type, const Bytes& payload) {
-  EthSpec e{kLldpMulticast, kA};
+  EthSpec e{kLldpMulticast, kSrcMac};
   e.pad = false;
   return build_ethernet(e, type, payload);
 }
@@ -179,7 +179,7 @@ TEST(Negative, UdpLengthPastTheDatagram) {
 TEST(Negative, IcmpShorterThan8) {
   Ipv4Spec ip{ipv4(10, 0, 0, 1), ipv4(10, 0, 0, 2)};
   ip.protocol = ipproto::kIcmp;
-  EthSpec e{kB, kA};
+  EthSpec e{kDstMac, kSrcMac};
   e.pad = false;
   Bytes f = build_ipv4(e, ip, Bytes{8, 0, 0, 0, 0, 0, 0});
   EXPECT_TRUE(fails_with(f, Layer::kIcmp, Errc::kTruncated));
