@@ -582,6 +582,40 @@ int cmd_apps() {
   return 0;
 }
 
+// GET /cluster: this instance, its Redis, the members, who masters which switch, leaderships.
+int cmd_cluster() {
+  auto j = fetch("/cluster");
+  if (!j) return g_exit;
+  if (at(*j, "enabled") != true) {
+    fmt::print("cluster: not enabled (this controller runs on its own; see [cluster] in the config)\n");
+    return 0;
+  }
+  const Json& redis = at(*j, "redis");
+  Table t({{""}, {""}});
+  t.add_row({"instance", fmt::format("{} (cluster {})", text(*j, "instance_id"), text(*j, "name"))});
+  t.add_row({"redis", fmt::format("{} {}", at(redis, "connected") == true ? "connected to" : "NOT connected, last",
+                                  text(redis, "address"))});
+  std::string members;
+  for (const auto& m : list(at(*j, "members"))) members += (members.empty() ? "" : ", ") + text(m);
+  t.add_row({"members", fmt::format("{} ({})", list(at(*j, "members")).size(), members)});
+  t.add_row({"masters here", std::to_string(fields(at(*j, "masters")).size())});
+  std::string leaders;
+  for (const auto& [k, v] : fields(at(*j, "leaderships")).items())
+    leaders += fmt::format("{}{}: {}", leaders.empty() ? "" : ", ", k, text(v));
+  t.add_row({"leaderships", leaders.empty() ? "-" : leaders});
+  t.print();
+  fmt::print("\n");
+  Table sw({{"DPID"}, {"ROLE HERE"}, {"GENERATION", R}, {"MASTER"}});
+  for (const auto& [dpid, v] : fields(at(*j, "switches")).items())
+    sw.add_row({dpid, text(v, "role"), text(v, "generation"), text(v, "owner")});
+  sw.print();
+  fmt::print("\n");
+  Table c({{"COUNTER"}, {"VALUE", R}});
+  for (const auto& [k, v] : fields(at(*j, "counters")).items()) c.add_row({k, text(v)});
+  c.print();
+  return 0;
+}
+
 int cmd_keys() {
   Params q;
   add(q, "pattern", g_ctl_opts.pattern);
@@ -746,6 +780,7 @@ void add_ctl_subcommand(CLI::App& app) {
   cmd(g_ctl, "unblock", "lift a block (its rules deleted on every switch)", cmd_unblock)
       ->add_option("mac", g_ctl_opts.mac, "source MAC")->required();
   cmd(g_ctl, "apps", "app counters and the Coordinator's instances", cmd_apps);
+  cmd(g_ctl, "cluster", "cluster members, who masters each switch, leaderships, lease counters", cmd_cluster);
   auto* keys = cmd(g_ctl, "keys", "latest value of every key matching a pattern", cmd_keys);
   keys->add_option("pattern", g_ctl_opts.pattern, "DUE pattern (server default **)");
   keys->add_option("--limit", g_ctl_opts.limit, "at most N (server default 1000)");

@@ -287,10 +287,7 @@ int run(const RunOptions& opt) {
     (*apps)->cluster = cluster;
     (*apps)->remote_switch = [ctl_ref](uint64_t dpid) {
       auto* c = ctl_ref->load(std::memory_order_acquire);
-      if (c == nullptr) return false;
-      for (const auto& s : c->switches())
-        if (s.dpid == dpid) return true;
-      return false;
+      return c != nullptr && c->connected(dpid);
     };
   }
   sdn::core::ShardPool pool(sb.shards);

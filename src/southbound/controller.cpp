@@ -247,6 +247,11 @@ std::vector<SwitchSummary> Controller::switches() const {
   return out;
 }
 
+bool Controller::connected(uint64_t dpid) const {
+  std::lock_guard lock(reg_mu_);
+  return registry_.find(dpid) != registry_.end();
+}
+
 size_t Controller::switch_count() const {
   std::lock_guard lock(reg_mu_);
   return registry_.size();

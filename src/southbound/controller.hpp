@@ -79,6 +79,8 @@ class Controller final : public Runtime, public RoleSink {
   core::Metrics& metrics() { return metrics_; }
   std::vector<SwitchSummary> switches() const;
   size_t switch_count() const;
+  // Whether `dpid` has a connection here now (any role, any state past the features reply).
+  bool connected(uint64_t dpid) const;
 
   // Runtime (what apps use to reach other shards and switches).
   unsigned shard_count() const override { return static_cast<unsigned>(shards_.size()); }

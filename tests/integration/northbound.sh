@@ -99,6 +99,7 @@ ctl --json switches | python3 -c 'import json,sys; d=json.load(sys.stdin); asser
 ctl topology >"$IT_WORK/ctl-topology.txt" || fail "ctl topology failed"
 [[ $(grep -c '00:00:00:00:00:' "$IT_WORK/ctl-topology.txt") -ge 16 ]] || fail "ctl topology lacks hosts: $(cat "$IT_WORK/ctl-topology.txt")"
 ctl cpam status | grep -qi epoch || fail "ctl cpam status has no epoch"
+ctl cluster | grep -q '^cluster: not enabled' || fail "ctl cluster on a lone controller does not say so"
 ctl cpam mapping | grep -q '^h1 ' || fail "ctl cpam mapping lacks h1"
 EDGE=$(ctl --json switches | python3 -c 'import json,sys; print(sorted(s["dpid"] for s in json.load(sys.stdin))[-1])')
 BR=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(next(s["name"] for s in m["switches"] if int(s["dpid"],16)==int(sys.argv[2],16)))' "$MANIFEST" "$EDGE")

@@ -285,6 +285,7 @@ TEST(Roles, DemotionTakesTheSwitchFromTheAppsAndKeepsTheConnection) {
   EXPECT_EQ(sw.role, ofp::kRoleSlave);
   EXPECT_FALSE(sw.eof());
   EXPECT_EQ(in.ctl->switch_count(), 1u) << "a slave stays registered";
+  EXPECT_TRUE(in.ctl->connected(kDpid)) << "a slave's switch counts as connected (the topology's remote_switch)";
   EXPECT_FALSE(in.ctl->with_switch(kDpid, [](SwitchContext&) {})) << "apps only reach up switches";
   auto s = in.summary(kDpid);
   ASSERT_TRUE(s);

@@ -126,9 +126,12 @@ TEST_F(RuntimeTest, HandshakeInstallsTableMissAndRegistersSwitch) {
   ASSERT_EQ(sws.size(), 1u);
   EXPECT_EQ(sws[0].dpid, 0xabcu);
   EXPECT_EQ(sws[0].ports, 2u);
+  EXPECT_TRUE(ctl_->connected(0xabc));
+  EXPECT_FALSE(ctl_->connected(0xabd));
   EXPECT_EQ(gauge("southbound.switches.up"), 1);
   sw.close();
   ASSERT_TRUE(eventually([&] { return hooks_.downs == 1 && ctl_->switch_count() == 0; }));
+  EXPECT_FALSE(ctl_->connected(0xabc));
   EXPECT_EQ(gauge("southbound.switches.up"), 0);
 }
 
