@@ -33,6 +33,7 @@ import random
 import re
 import shlex
 import signal
+import sqlite3
 import socket
 import subprocess
 import sys
@@ -796,13 +797,15 @@ def effect_config(cfg, out, label, interval_ms):
                         raise EvalError("no rotation published")
                     time.sleep(0.1)
             log(f"[effect {tag}] attacker {attacker} scans {scan_range} with {scanner}")
-            s = {"scanner": scanner, "range": scan_range}
+            s = {"scanner": scanner, "range": scan_range, "_t0": time.time()}
             if scanner == "probe":
                 found, took = probe_scan(c, attacker, d, "scan", cidr=scan_range)
             else:
                 found, took, s["arp_up"] = nmap_scan(c, attacker, scan_range, d, "scan")
             end = time.monotonic()
+            s["_t1"] = time.time()
             found = [a for a in found if a != own]
+            s["_found"] = found
             truth = true_targets(c, attacker, cpam)
             s.update({"scan_s": round(took, 2), "found": len(found), "true_targets": len(truth),
                       "correct": len(set(found) & truth), "decay": [], "after": []})
@@ -847,7 +850,49 @@ def effect_config(cfg, out, label, interval_ms):
         res["problems"].append(str(e))
     finally:
         c.down()
+    if cpam:
+        live_vips_found(res["scans"], os.path.join(d, "archive.db"), attacker=res.get("attacker"))
+    for s in res["scans"]:
+        for k in ("_t0", "_t1", "_found"):
+            s.pop(k, None)
     return res
+
+
+def live_vips_found(scans, archive, attacker=None):
+    """Per CPAM scan, "live": how many found addresses were VIPs in force while it ran, from the
+    archived mappings (network/cpam/mapping/current): a VIP of an epoch current at any moment of
+    the scan, or of the epoch before it while that one still accepted new sessions (retired less
+    than GRACE_ACCEPT_MS before the scan began). `correct` counts only the VIPs current at the
+    end; a scan that starts just after a publish also reaches the retiring epoch's VIPs."""
+    try:
+        db = sqlite3.connect(f"file:{archive}?mode=ro", uri=True)
+        rows = db.execute("SELECT ts_ns, value FROM records WHERE key LIKE 'network/cpam/mapping/current%' "
+                          "ORDER BY ts_ns").fetchall()
+        db.close()
+    except sqlite3.Error as e:
+        for s in scans:
+            s["live"] = None
+            s["live_error"] = str(e)
+        return
+    maps = []   # (publish time s, {vip, ...}) in order
+    for ts_ns, value in rows:
+        try:
+            m = json.loads(value)
+        except (TypeError, ValueError):
+            continue
+        maps.append((ts_ns / 1e9, {v for h, v in m.get("hosts", {}).items() if h != attacker}))
+    for s in scans:
+        t0, t1 = s.get("_t0"), s.get("_t1")
+        if t0 is None or t1 is None:
+            continue
+        live = set()
+        for i, (t, vips) in enumerate(maps):
+            until = maps[i + 1][0] if i + 1 < len(maps) else float("inf")
+            if t <= t1 and until > t0:                      # current at some moment of the scan
+                live |= vips
+            elif until <= t0 and t0 - until < GRACE_ACCEPT_MS / 1000:   # retiring, still accepting
+                live |= vips
+        s["live"] = len(set(s.get("_found", [])) & live)
 
 
 def effect_phase(cfg, out):

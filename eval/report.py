@@ -350,7 +350,7 @@ def summarise_effect(effect):
             c["scans"].append({
                 "scanner": s.get("scanner"), "range": s.get("range"), "scan_s": s.get("scan_s"),
                 "found": s.get("found"), "true_targets": s.get("true_targets"),
-                "correct": s.get("correct"),
+                "correct": s.get("correct"), "live": s.get("live"),
                 "after": [a for a in as_list(s.get("after")) if isinstance(a, dict)],
                 "worthless_after_s": s.get("worthless_after_s"),
                 # null in effect.json means "never within the phase"; a missing key is unknown
