@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/log.hpp"
+#include "pkt/addr.hpp"
 
 namespace sdn::apps::cpam::shared {
 
@@ -50,6 +51,64 @@ std::optional<uint64_t> epoch_seq(std::string_view text) {
   const auto seq = j.find("seq");
   if (seq == j.end() || !seq->is_number_unsigned()) return std::nullopt;
   return seq->get<uint64_t>();
+}
+
+std::string handoff_key(uint8_t proto, uint32_t server_ip, uint32_t vc_ip, uint16_t sport, uint16_t cport) {
+  return fmt::format("cpam:handoff:{}:{}:{}:{}:{}", proto, pkt::Ipv4Addr{server_ip}.to_string(),
+                     pkt::Ipv4Addr{vc_ip}.to_string(), sport, cport);
+}
+
+std::string encode_handoff(const Handoff& h, const HostDirectory& dir) {
+  return nlohmann::json{{"proto", h.proto},
+                        {"client", pkt::Ipv4Addr{dir.hosts.at(h.client).ip}.to_string()},
+                        {"server", pkt::Ipv4Addr{dir.hosts.at(h.server).ip}.to_string()},
+                        {"vc", h.vc},
+                        {"vs", h.vs},
+                        {"cport", h.cport},
+                        {"sport", h.sport},
+                        {"instance", h.instance}}
+      .dump();
+}
+
+Expected<Handoff, std::string> decode_handoff(std::string_view text, const HostDirectory& dir, uint32_t pool) {
+  const auto j = parse(text);
+  if (!j.is_object()) return unexpected(std::string("not a JSON object"));
+  Handoff h;
+  auto count = [&](const char* f, uint64_t max) -> Expected<uint64_t, std::string> {
+    const auto it = j.find(f);
+    if (it == j.end() || !it->is_number_unsigned() || it->get<uint64_t>() > max)
+      return unexpected(fmt::format("{}: missing or out of range", f));
+    return it->get<uint64_t>();
+  };
+  auto host = [&](const char* f) -> Expected<uint32_t, std::string> {
+    const auto it = j.find(f);
+    if (it == j.end() || !it->is_string()) return unexpected(fmt::format("{}: missing", f));
+    auto ip = pkt::Ipv4Addr::parse(it->get<std::string>());
+    if (!ip) return unexpected(fmt::format("{}: not an IPv4 address", f));
+    auto idx = dir.find_ip(ip->value);
+    if (!idx) return unexpected(fmt::format("{}: {} is not a protected host", f, it->get<std::string>()));
+    return *idx;
+  };
+  auto proto = count("proto", 255);
+  auto vc = count("vc", pool - 1);
+  auto vs = count("vs", pool - 1);
+  auto cport = count("cport", 0xffff);
+  auto sport = count("sport", 0xffff);
+  auto client = host("client");
+  auto server = host("server");
+  for (const auto* e : {&proto, &vc, &vs, &cport, &sport})
+    if (!*e) return unexpected(e->error());
+  if (!client) return unexpected(client.error());
+  if (!server) return unexpected(server.error());
+  h.proto = static_cast<uint8_t>(*proto);
+  h.vc = static_cast<uint32_t>(*vc);
+  h.vs = static_cast<uint32_t>(*vs);
+  h.cport = static_cast<uint16_t>(*cport);
+  h.sport = static_cast<uint16_t>(*sport);
+  h.client = *client;
+  h.server = *server;
+  if (auto i = j.find("instance"); i != j.end() && i->is_string()) h.instance = i->get<std::string>();
+  return h;
 }
 
 std::string encode_pins(const std::string& instance, int64_t time_ms, const std::set<uint32_t>& vips) {
@@ -131,6 +190,7 @@ Link::~Link() { stop(); }
 void Link::start() {
   if (thread_.joinable()) return;
   thread_ = std::thread([this] { run(); });
+  handoff_thread_ = std::thread([this] { run_handoffs(); });
 }
 
 void Link::stop() {
@@ -139,7 +199,61 @@ void Link::stop() {
     stop_ = true;
   }
   cv_.notify_all();
+  handoff_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (handoff_thread_.joinable()) handoff_thread_.join();
+}
+
+bool Link::handoff_put(std::string key, std::string value, std::chrono::milliseconds ttl,
+                       std::function<void(bool)> done) {
+  std::lock_guard lock(mu_);
+  if (stop_ || !handoff_thread_.joinable() || handoffs_.size() >= kHandoffQueue) {
+    ++counters_.handoff_refused;
+    return false;
+  }
+  handoffs_.push_back([this, key = std::move(key), value = std::move(value), ttl, done = std::move(done)] {
+    const bool ok = store_->set(key, value, ttl);
+    {
+      std::lock_guard l(mu_);
+      ++(ok ? counters_.handoff_puts : counters_.handoff_put_errors);
+    }
+    done(ok);
+  });
+  handoff_cv_.notify_one();
+  return true;
+}
+
+bool Link::handoff_get(std::string key, std::function<void(std::optional<std::string>)> done) {
+  std::lock_guard lock(mu_);
+  if (stop_ || !handoff_thread_.joinable() || handoffs_.size() >= kHandoffQueue) {
+    ++counters_.handoff_refused;
+    return false;
+  }
+  handoffs_.push_back([this, key = std::move(key), done = std::move(done)] {
+    auto v = store_->get(key);
+    {
+      std::lock_guard l(mu_);
+      ++counters_.handoff_gets;
+      if (v) ++counters_.handoff_found;
+    }
+    done(std::move(v));
+  });
+  handoff_cv_.notify_one();
+  return true;
+}
+
+// Requests still queued at stop are dropped: their packets are lost as on any shutdown.
+void Link::run_handoffs() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    handoff_cv_.wait(lock, [this] { return stop_ || !handoffs_.empty(); });
+    if (stop_) return;
+    auto job = std::move(handoffs_.front());
+    handoffs_.pop_front();
+    lock.unlock();
+    job();
+    lock.lock();
+  }
 }
 
 void Link::put_sessions(unsigned shard, nlohmann::json bound, std::set<uint32_t> pins) {

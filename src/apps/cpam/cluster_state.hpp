@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -68,6 +69,21 @@ Expected<SharedVips, std::string> decode_vips(std::string_view text, const HostD
 std::string encode_epoch(const SharedVips& s);
 std::optional<uint64_t> epoch_seq(std::string_view text);
 
+// A session that crosses instances (README "Cluster", hand-off): its binding as the instance
+// that bound it wrote it, filed under the key the reply's first packet shows at the server's
+// access switch: cpam:handoff:<proto>:<server ip>:<client VIP ip>:<server port>:<client port>.
+// The record names the hosts by real address and the VIPs by index.
+struct Handoff {
+  uint8_t proto = 0;
+  uint32_t client = 0, server = 0;  // host indices
+  uint32_t vc = 0, vs = 0;          // VIP indices
+  uint16_t cport = 0, sport = 0;
+  std::string instance;             // who bound it
+};
+std::string handoff_key(uint8_t proto, uint32_t server_ip, uint32_t vc_ip, uint16_t sport, uint16_t cport);
+std::string encode_handoff(const Handoff& h, const HostDirectory& dir);
+Expected<Handoff, std::string> decode_handoff(std::string_view text, const HostDirectory& dir, uint32_t pool);
+
 // One instance's pins: {"instance", "time_ms", "vips": [index...]}.
 std::string encode_pins(const std::string& instance, int64_t time_ms, const std::set<uint32_t>& vips);
 std::optional<std::set<uint32_t>> decode_pins(std::string_view text, uint32_t pool);
@@ -123,13 +139,23 @@ class Link {
   bool pins_fresh() const;
   size_t remote_pinned() const;
 
+  // Hand-offs (one Redis write or read each) run in order on a thread of their own, so a
+  // session's first packet never waits behind the periodic work; `done` is called on that
+  // thread. False (and `done` never called) when the link is stopped or kHandoffQueue requests
+  // are already waiting.
+  static constexpr size_t kHandoffQueue = 4096;
+  bool handoff_put(std::string key, std::string value, std::chrono::milliseconds ttl, std::function<void(bool)> done);
+  bool handoff_get(std::string key, std::function<void(std::optional<std::string>)> done);
+
   struct Counters {
     uint64_t writes = 0, write_errors = 0, polls = 0, states_read = 0, bad_records = 0;
+    uint64_t handoff_puts = 0, handoff_put_errors = 0, handoff_gets = 0, handoff_found = 0, handoff_refused = 0;
   };
   Counters counters() const;
 
  private:
   void run();
+  void run_handoffs();
   void publish_own();
   void read_pins();
   void poll_epoch();
@@ -148,6 +174,10 @@ class Link {
   RemotePins remote_;
   Clock::time_point pins_read_{};
   Counters counters_;
+  // The hand-off thread and its queue (mu_ guards it too).
+  std::thread handoff_thread_;
+  std::condition_variable handoff_cv_;
+  std::deque<std::function<void()>> handoffs_;
 };
 
 }  // namespace sdn::apps::cpam::shared

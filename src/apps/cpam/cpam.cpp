@@ -105,7 +105,12 @@ nlohmann::json CpamService::cluster_json() const {
           {"write_errors", lc.write_errors},
           {"polls", lc.polls},
           {"states_read", lc.states_read},
-          {"bad_records", lc.bad_records}};
+          {"bad_records", lc.bad_records},
+          {"handoff_puts", lc.handoff_puts},
+          {"handoff_put_errors", lc.handoff_put_errors},
+          {"handoff_gets", lc.handoff_gets},
+          {"handoff_found", lc.handoff_found},
+          {"handoff_refused", lc.handoff_refused}};
 }
 
 void CpamService::attach(unsigned shard, Cpam* inst) {
@@ -177,6 +182,12 @@ CpamCounters CpamService::counters() const {
     c.resync_deleted += i->resync_deleted_.get();
     c.resync_adopted += i->resync_adopted_.get();
     c.resync_errors += i->resync_errors_.get();
+    c.handoffs_out += i->handoffs_out_.get();
+    c.handoffs_in += i->handoffs_in_.get();
+    c.handoff_misses += i->handoff_misses_.get();
+    c.handoff_errors += i->handoff_errors_.get();
+    c.handoff_dropped += i->handoff_dropped_.get();
+    c.onward += i->onward_.get();
     c.live_sessions += i->live_sessions_.load(std::memory_order_relaxed);
   }
   return c;
@@ -205,6 +216,12 @@ nlohmann::json CpamService::stats_json() const {
   j["resync_deleted"] = c.resync_deleted;
   j["resync_adopted"] = c.resync_adopted;
   j["resync_errors"] = c.resync_errors;
+  j["handoffs_out"] = c.handoffs_out;
+  j["handoffs_in"] = c.handoffs_in;
+  j["handoff_misses"] = c.handoff_misses;
+  j["handoff_errors"] = c.handoff_errors;
+  j["handoff_dropped"] = c.handoff_dropped;
+  j["onward"] = c.onward;
   j["resync_last_ms"] = static_cast<double>(resync_last_us_.load()) / 1000.0;
   j["resync_max_ms"] = static_cast<double>(resync_max_us_.load()) / 1000.0;
   j["boot"] = boot_;
@@ -471,7 +488,7 @@ void Cpam::probe(uint32_t ip) {
 }
 
 // The first packet of a session from a protected host to a VIP (Algorithm 1, OnPacketIn).
-void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, Clock::time_point rx) {
+void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, Clock::time_point rx, bool asked) {
   auto fail = [&](Stat& why) {
     why.inc();
     setup_failed_.inc();
@@ -497,6 +514,7 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
   const uint32_t a = *from, b = dv.owner;
   const Key key{proto, a, vd, sp, dp};
 
+  if (park(key, pin, sw.dpid(), rx)) return;  // its hand-off is on its way: it goes with it
   if (auto it = sessions_.find(key); it != sessions_.end()) {
     Binding& bd = it->second;
     reused_.inc();  // pinned: later packets and later epochs use the same pair
@@ -507,6 +525,8 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
     if (!install(bd, pin, bd.client == a, rx, !fresh)) setup_failed_.inc();
     return;
   }
+  // Cluster: the other end is on a peer's switch, so this may answer a session the peer bound.
+  if (!asked && remote_host(b, rx) && ask_peer(key, pin, sw.dpid(), rx)) return;
   if (sessions_.size() >= cfg_.max_sessions_per_shard) return fail(sessions_full_);
   if (snap_ == nullptr || snap_->primary[a] == kNone) return fail(not_ready_);
   const uint32_t vc = snap_->primary[a];
@@ -536,6 +556,7 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
   // sessions_: look the binding up again afterwards, never keep a reference across it.
   if (auto sl = locate(b, rx)) replicate(server_key(bd), bd, sl->at.dpid);
   auto slot = sessions_.find(key);
+  if (slot != sessions_.end() && remote_host(b, rx) && hand_off(key, slot->second, pin, sw.dpid(), rx)) return;
   if (slot == sessions_.end() || !install(slot->second, pin, true, rx)) setup_failed_.inc();
 }
 
@@ -573,7 +594,16 @@ bool Cpam::install(Binding& b, const ofp::PacketIn& pin, bool from_client, Clock
   flows::Plan plan = flows ? flows::plan_session(cfg_, s, *fwd, *rev, b.owner, b.id) : flows::Plan{};
   // The triggering packet, translated, out of its destination's port at the last hop.
   const auto& path = from_client ? *fwd : *rev;
-  plan.add_packet_out(path.back().dpid, flows::deliver(s, from_client, path.back().out_port), pin.data);
+  if (rt_ == nullptr || rt_->is_up(path.back().dpid)) {
+    plan.add_packet_out(path.back().dpid, flows::deliver(s, from_client, path.back().out_port), pin.data);
+  } else {
+    // The path leaves this instance's switches (cluster): the packet goes on from the last one
+    // it masters, as the fabric carries it; the peer's VIP rule or repair takes it from there.
+    size_t last = 0;
+    while (last + 1 < path.size() && rt_->is_up(path[last + 1].dpid)) ++last;
+    plan.add_packet_out(path[last].dpid, flows::onward(s, from_client, path[last].out_port), pin.data);
+    onward_.inc();
+  }
   if (flows) {
     setups_.inc();
     b.installed = rx;
@@ -755,6 +785,169 @@ void Cpam::erase_binding(const Key& k, bool release_refs) {
       });
 }
 
+// ---- Sessions across cluster instances ------------------------------------------------------
+
+std::chrono::milliseconds Cpam::handoff_ttl(uint8_t proto) const {
+  const auto life = proto == 17 ? std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.udp_active)
+                                : std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.tcp_idle);
+  return 2 * life + cfg_.session_linger;
+}
+
+// The host's access switch is known and another instance masters it.
+bool Cpam::remote_host(uint32_t host, Clock::time_point now) {
+  if (!svc_->clustered() || svc_->link_ == nullptr || rt_ == nullptr) return false;
+  const auto l = locate(host, now);
+  return l && !rt_->is_up(l->at.dpid);
+}
+
+// A packet of a session waiting on Redis joins the first one (dropped past the cap).
+bool Cpam::park(const Key& k, const ofp::PacketIn& pin, uint64_t /*dpid*/, Clock::time_point /*rx*/) {
+  auto it = parked_.find(k);
+  if (it == parked_.end()) return false;
+  if (it->second.frames.size() < kParkedFrames) {
+    it->second.frames.emplace_back(pin.data.begin(), pin.data.end());
+  } else {
+    handoff_dropped_.inc();
+  }
+  return true;
+}
+
+bool Cpam::ask_peer(const Key& k, const ofp::PacketIn& pin, uint64_t dpid, Clock::time_point rx) {
+  // A switch-buffered packet may be truncated; it is bound here as before.
+  if (pin.buffer_id != ofp::kNoBuffer) return false;
+  if (parked_.size() >= kParkedKeys) {
+    handoff_dropped_.inc();
+    return false;
+  }
+  const auto key = shared::handoff_key(k.proto, svc_->dir_.hosts[k.src_host].ip, cfg_.vip_ip(k.dst_vip), k.sport,
+                                       k.dport);
+  auto* rt = rt_;
+  const bool queued = svc_->link_->handoff_get(
+      key, [svc = svc_, rt, shard = shard_, k](std::optional<std::string> v) {
+        rt->post(shard, [svc, shard, k, v = std::move(v)]() mutable {
+          if (Cpam* t = svc->instance(shard)) t->peer_answered(k, std::move(v));
+        });
+      });
+  if (!queued) {
+    handoff_errors_.inc();
+    return false;
+  }
+  Parked& p = parked_[k];
+  p.dpid = dpid;
+  p.in_port = pin.in_port();
+  p.rx = rx;
+  p.frames.emplace_back(pin.data.begin(), pin.data.end());
+  return true;
+}
+
+// The peer's answer (on this shard): its binding is taken over if it still holds (the same
+// session, its VIPs still live and still the hosts'), then the parked packets go through
+// set-up again, without asking.
+void Cpam::peer_answered(const Key& k, std::optional<std::string> record) {
+  auto it = parked_.find(k);
+  if (it == parked_.end()) return;
+  Parked p = std::move(it->second);
+  parked_.erase(it);
+  if (stopped_ || rt_ == nullptr) return;
+  const auto now = rt_->now();
+  std::optional<shared::Handoff> h;
+  if (record) {
+    auto d = shared::decode_handoff(*record, svc_->dir_, cfg_.pool_size);
+    if (!d) {
+      handoff_errors_.inc();
+      SDN_LOG_RATELIMITED(spdlog::level::warn, "cpam: a session hand-off record is unusable: {}", d.error());
+    } else {
+      auto& vips = svc_->vips();
+      const auto vc = vips.load(d->vc), vs = vips.load(d->vs);
+      auto live = [](const VipTable::View& v) { return v.state == VipState::kPrimary || v.state == VipState::kGrace; };
+      if (d->proto == k.proto && d->server == k.src_host && d->vc == k.dst_vip && d->sport == k.sport &&
+          d->cport == k.dport && vc.owner == d->client && vs.owner == d->server && live(vc) && live(vs))
+        h = *d;
+    }
+  }
+  if (!h) handoff_misses_.inc();
+  if (h && !sessions_.contains(k) && sessions_.size() < cfg_.max_sessions_per_shard) {
+    Binding bd;
+    bd.client = h->client;
+    bd.server = h->server;
+    bd.vc = h->vc;
+    bd.vs = h->vs;
+    bd.cport = h->cport;
+    bd.sport = h->sport;
+    bd.proto = h->proto;
+    bd.id = ++next_id_;
+    bd.owner = shard_;
+    bd.flowless_since = now;
+    svc_->vips().add_session(bd.vc);  // the peer accepted the session: whatever the window now
+    svc_->vips().add_session(bd.vs);
+    sessions_.emplace(k, bd);
+    by_id_.emplace(bd.id, k);
+    live_sessions_.store(by_id_.size(), std::memory_order_relaxed);
+    handoffs_in_.inc();
+  }
+  for (const auto& f : p.frames) {
+    ofp::PacketIn pin;
+    pin.match.set(ofp::OxmField::kInPort, p.in_port);
+    pin.data = f;
+    pin.total_len = static_cast<uint16_t>(std::min<size_t>(f.size(), 0xffff));
+    auto parsed = pkt::parse(pin.data, pkt::ParseOptions{.allow_truncated = true});
+    if (!parsed || !parsed->ipv4) continue;
+    rt_->with_switch(p.dpid, [&](SwitchContext& sw) { setup(sw, pin, *parsed, p.rx, true); });
+  }
+}
+
+void Cpam::write_handoff(Binding& b, Clock::time_point now, std::function<void(bool)> done) {
+  const auto& hosts = svc_->dir_.hosts;
+  shared::Handoff h{b.proto, b.client, b.server, b.vc, b.vs, b.cport, b.sport, svc_->link_->instance()};
+  b.handed = now;
+  if (!svc_->link_->handoff_put(shared::handoff_key(b.proto, hosts[b.server].ip, cfg_.vip_ip(b.vc), b.sport, b.cport),
+                                shared::encode_handoff(h, svc_->dir_), handoff_ttl(b.proto), std::move(done))) {
+    handoff_errors_.inc();
+    b.handed = Clock::time_point{};
+  }
+}
+
+// A new binding whose server is on a peer's switch: its record is written first; the packet
+// (and any that follow meanwhile) goes on once Redis has it, so the server's reply finds it.
+bool Cpam::hand_off(const Key& k, Binding& b, const ofp::PacketIn& pin, uint64_t dpid, Clock::time_point rx) {
+  if (pin.buffer_id != ofp::kNoBuffer || parked_.size() >= kParkedKeys) return false;
+  auto* rt = rt_;
+  write_handoff(b, rx, [svc = svc_, rt, shard = shard_, k](bool ok) {
+    rt->post(shard, [svc, shard, k, ok] {
+      if (Cpam* t = svc->instance(shard)) t->handed_off(k, ok);
+    });
+  });
+  if (b.handed == Clock::time_point{}) return false;  // not queued: installed at once, the peer may bind anew
+  Parked& p = parked_[k];
+  p.dpid = dpid;
+  p.in_port = pin.in_port();
+  p.rx = rx;
+  p.frames.emplace_back(pin.data.begin(), pin.data.end());
+  return true;
+}
+
+void Cpam::handed_off(const Key& k, bool ok) {
+  auto it = parked_.find(k);
+  if (it == parked_.end()) return;
+  Parked p = std::move(it->second);
+  parked_.erase(it);
+  if (stopped_) return;
+  // A failed write is counted; the session is installed anyway and the peer binds the reply
+  // anew (under the server's current VIP).
+  (ok ? handoffs_out_ : handoff_errors_).inc();
+  bool first = true;
+  for (const auto& f : p.frames) {
+    auto s = sessions_.find(k);
+    if (s == sessions_.end()) return;  // ended meanwhile
+    ofp::PacketIn pin;
+    pin.match.set(ofp::OxmField::kInPort, p.in_port);
+    pin.data = f;
+    pin.total_len = static_cast<uint16_t>(std::min<size_t>(f.size(), 0xffff));
+    if (!install(s->second, pin, true, p.rx, first)) setup_failed_.inc();
+    first = false;
+  }
+}
+
 void Cpam::sweep(Clock::time_point now) {
   std::vector<Key> done;
   for (const auto& [id, key] : by_id_) {
@@ -764,6 +957,12 @@ void Cpam::sweep(Clock::time_point now) {
   }
   for (const Key& k : done) erase_binding(k, true);
   expired_.inc(done.size());
+  // Hand-off records live as long as their bindings (renewed at half their TTL).
+  for (const auto& [id, key] : by_id_) {
+    auto it = sessions_.find(key);
+    if (it == sessions_.end() || it->second.handed == Clock::time_point{}) continue;
+    if (now - it->second.handed >= handoff_ttl(it->second.proto) / 2) write_handoff(it->second, now, [](bool) {});
+  }
   persist_sessions(now);
   if (!samples_.empty()) {
     svc_->write_samples(samples_);

@@ -14,8 +14,11 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -62,6 +65,11 @@ struct CpamCounters {
   uint64_t sessions_full = 0, flows_removed = 0, live_sessions = 0, delivered_only = 0, reroutes = 0;
   // Switch resync on (re)connect (flows), and bindings adopted from flows no binding knew.
   uint64_t resyncs = 0, resync_kept = 0, resync_added = 0, resync_deleted = 0, resync_adopted = 0, resync_errors = 0;
+  // Cluster: sessions across instances (README "Cluster", hand-off). Bindings written for the
+  // peer, taken from a peer, asked for in vain (or found stale), requests or records that
+  // failed, packets parked past the caps, triggering packets sent on towards a peer's switch.
+  uint64_t handoffs_out = 0, handoffs_in = 0, handoff_misses = 0, handoff_errors = 0, handoff_dropped = 0;
+  uint64_t onward = 0;
 };
 
 class CpamService {
@@ -229,6 +237,7 @@ class Cpam final : public southbound::App {
     Clock::time_point flowless_since{};
     Clock::time_point installed{};       // last (re)install of its flows
     Clock::time_point persisted{};       // last archived (renewed every session_lease / 2)
+    Clock::time_point handed{};          // cluster: last hand-off record written (zero: none)
     uint64_t edge[2] = {0, 0};           // client's and server's access switch at install
     std::vector<topology::Hop> hops[2];  // client -> server and back, as last installed
   };
@@ -242,7 +251,9 @@ class Cpam final : public southbound::App {
   southbound::Disposition handle_arp(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p,
                                      topology::PortRole role);
   void answer_dns(southbound::SwitchContext& sw, const pkt::Parsed& p, uint32_t in_port);
-  void setup(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, Clock::time_point rx);
+  // `asked`: the peers' hand-offs were already consulted for this packet (cluster).
+  void setup(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, Clock::time_point rx,
+             bool asked = false);
   void repair(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p, Clock::time_point rx);
   // Installs both directions of a binding and delivers the packet (from the client when
   // `from_client`), translated, at its last hop.
@@ -262,6 +273,28 @@ class Cpam final : public southbound::App {
   static Key client_key(const Binding& b) { return Key{b.proto, b.client, b.vs, b.cport, b.sport}; }
   static Key server_key(const Binding& b) { return Key{b.proto, b.server, b.vc, b.sport, b.cport}; }
   void replicate(const Key& k, const Binding& b, uint64_t server_dpid);
+
+  // Cluster: a session whose other end sits on a switch another instance masters. The instance
+  // that binds it writes the binding to Redis before the first packet goes on (hand_off); the
+  // other instance, seeing a packet from its host to a VIP whose host is on a peer's switch,
+  // reads it before binding anew (ask_peer), so the reply leaves under the VIP the client
+  // named. The packets meanwhile wait here, copied.
+  struct Parked {
+    uint64_t dpid = 0;
+    uint32_t in_port = 0;
+    Clock::time_point rx{};
+    std::vector<pkt::Bytes> frames;  // the first and any that followed it, at most kParkedFrames
+  };
+  static constexpr size_t kParkedFrames = 16, kParkedKeys = 4096;
+  bool remote_host(uint32_t host, Clock::time_point now);
+  bool park(const Key& k, const ofp::PacketIn& pin, uint64_t dpid, Clock::time_point rx);
+  bool ask_peer(const Key& k, const ofp::PacketIn& pin, uint64_t dpid, Clock::time_point rx);
+  void peer_answered(const Key& k, std::optional<std::string> record);
+  bool hand_off(const Key& k, Binding& b, const ofp::PacketIn& pin, uint64_t dpid, Clock::time_point rx);
+  void write_handoff(Binding& b, Clock::time_point now, std::function<void(bool)> done);
+  void handed_off(const Key& k, bool ok);
+  std::chrono::milliseconds handoff_ttl(uint8_t proto) const;
+  absl::flat_hash_map<Key, Parked> parked_;
   void record_rppt(Clock::time_point rx, const char* kind);
   void sweep(Clock::time_point now);
 
@@ -342,7 +375,7 @@ class Cpam final : public southbound::App {
       dns_answered_, dns_nxdomain_, dns_refused_, dns_errors_, stale_vip_, unprotected_src_,
       real_blocked_, spoofed_, unlocated_, no_path_, not_ready_, parse_errors_, sessions_full_, flows_removed_,
       delivered_only_, reroutes_, resyncs_, resync_kept_, resync_added_, resync_deleted_, resync_adopted_,
-      resync_errors_;
+      resync_errors_, handoffs_out_, handoffs_in_, handoff_misses_, handoff_errors_, handoff_dropped_, onward_;
   std::atomic<uint64_t> live_sessions_{0};
   std::shared_ptr<std::atomic<uint64_t>> preinstall_ok_shared_ = std::make_shared<std::atomic<uint64_t>>(0);
 };

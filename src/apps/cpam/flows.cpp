@@ -177,4 +177,14 @@ ofp::PacketOut deliver(const Session& s, bool from_client, uint32_t out_port) {
   return po;
 }
 
+ofp::PacketOut onward(const Session& s, bool from_client, uint32_t out_port) {
+  ofp::PacketOut po;
+  po.in_port = ofp::port::kController;
+  po.buffer_id = ofp::kNoBuffer;
+  const uint32_t src_vip = from_client ? s.vc : s.vs;
+  po.actions = {set(OxmField::kIpv4Src, src_vip), set(OxmField::kEthSrc, virtual_mac(src_vip)),
+                ofp::ActionOutput{out_port, 0}};
+  return po;
+}
+
 }  // namespace sdn::apps::cpam::flows

@@ -60,5 +60,9 @@ Plan plan_repair(const CpamConfig& cfg, const pkt::Parsed& p, const std::vector<
 // The PacketOut that delivers the triggering packet to its destination host, translated as the
 // flows would have (source to its pinned VIP, destination to its real address).
 ofp::PacketOut deliver(const Session& s, bool from_client, uint32_t out_port);
+// The PacketOut that sends the triggering packet on towards a switch another cluster instance
+// masters, as the fabric carries it (source already its pinned VIP, destination still the
+// peer's VIP): that instance's standing VIP rule or repair takes it from there.
+ofp::PacketOut onward(const Session& s, bool from_client, uint32_t out_port);
 
 }  // namespace sdn::apps::cpam::flows

@@ -4,8 +4,9 @@
 // becomes master, on_switch_down when it stops; with_switch refuses the others, as a SLAVE's
 // writes are refused). An observer instance (the topology app) sees every switch: a PacketIn
 // goes to its apps first, then to the master's. The same event loop as tests/fakes/fake_fabric
-// (posted work, timers, frames hop by hop, FlowRemoved to the master), single-threaded: the
-// tests' real threads (cluster, CPAM's worker) never call into it.
+// (posted work, timers, frames hop by hop, FlowRemoved to the master), single-threaded, except
+// that post() may come from the tests' real threads (CPAM's hand-off thread posts its answers
+// back to a shard, as on the real runtime): that queue has a lock.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,20 +47,21 @@ class ClusterFabric {
 
     unsigned shard_count() const override { return static_cast<unsigned>(apps_.size()); }
     void post(unsigned shard, std::function<void()> fn) override {
-      f_.posted_.push_back([this, shard, fn = std::move(fn)] {
+      f_.push_posted([this, shard, fn = std::move(fn)] {
         if (stopped_) return;
         cur_ = shard;
         fn();
       });
     }
     unsigned current_shard() const override { return cur_; }
+    bool is_up(uint64_t dpid) const override { return f_.switches_.contains(dpid) && masters(dpid); }
     bool with_switch(uint64_t dpid, std::function<void(southbound::SwitchContext&)> fn) override {
       if (!f_.switches_.contains(dpid) || !masters(dpid)) return false;
       if (cur_ == shard_of(dpid)) {
         fn(*f_.switches_.at(dpid));
         return true;
       }
-      f_.posted_.push_back([this, dpid, fn = std::move(fn)] {
+      f_.push_posted([this, dpid, fn = std::move(fn)] {
         if (stopped_ || !masters(dpid)) return;
         cur_ = shard_of(dpid);
         if (auto it = f_.switches_.find(dpid); it != f_.switches_.end()) fn(*it->second);
@@ -116,6 +119,7 @@ class ClusterFabric {
 
   ~ClusterFabric() {
     for (auto& i : instances_) i->stop();
+    std::lock_guard lock(posted_mu_);
     posted_.clear();
     timers_.clear();
   }
@@ -212,9 +216,7 @@ class ClusterFabric {
   void run() {
     for (size_t guard = 0; guard < 100000; ++guard) {
       bool progress = false;
-      while (!posted_.empty()) {
-        auto fn = std::move(posted_.front());
-        posted_.pop_front();
+      while (auto fn = pop_posted()) {
         fn();
         progress = true;
       }
@@ -303,6 +305,18 @@ class ClusterFabric {
       if (i->masters(dpid) && i->packet_in(s, pin) == southbound::Disposition::kStop) break;
   }
 
+  void push_posted(std::function<void()> fn) {
+    std::lock_guard lock(posted_mu_);
+    posted_.push_back(std::move(fn));
+  }
+  std::function<void()> pop_posted() {
+    std::lock_guard lock(posted_mu_);
+    if (posted_.empty()) return {};
+    auto fn = std::move(posted_.front());
+    posted_.pop_front();
+    return fn;
+  }
+
   friend class Instance;
   std::vector<std::unique_ptr<Instance>> instances_;
   std::map<uint64_t, std::unique_ptr<FakeSwitch>> switches_;
@@ -310,6 +324,7 @@ class ClusterFabric {
   std::map<uint64_t, size_t> cursor_;
   std::map<std::pair<uint64_t, uint32_t>, End> peers_;
   std::map<std::string, std::pair<uint64_t, uint32_t>> where_;
+  std::mutex posted_mu_;
   std::deque<std::function<void()>> posted_;
   std::multimap<Clock::time_point, std::function<void()>> timers_;
   std::vector<std::pair<std::string, pkt::Bytes>> deliveries_;
