@@ -28,6 +28,8 @@
 #   --down-after-ms MS sentinel down-after-milliseconds (CLUSTER_DOWN_MS, default 1000)
 #   --testbed PREFIX   status: also show the roles Open vSwitch reports for that testbed's bridges
 #   --name NAME        cluster name and key namespace (CLUSTER_NAME, default sdnator)
+#   --extra FILE       TOML appended to every instance's config, e.g. a [cpam] section
+#                      (CLUSTER_EXTRA)
 #   SDNATOR=PATH       the sdnator binary (default build/bin/sdnator)
 set -Eeuo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -42,6 +44,7 @@ CHECK_MS=${CLUSTER_CHECK_MS:-100}
 CLAIM_MS=${CLUSTER_CLAIM_MS:-200}
 DOWN_MS=${CLUSTER_DOWN_MS:-1000}
 NAME=${CLUSTER_NAME:-sdnator}
+EXTRA=${CLUSTER_EXTRA:-}
 TESTBED_PREFIX=""
 MASTER_NAME=sdnator          # the name the sentinels monitor
 SDNATOR=${SDNATOR:-$SDN_ROOT/build/bin/sdnator}
@@ -62,6 +65,7 @@ while (($#)); do
     --down-after-ms) DOWN_MS=$2; shift 2 ;;
     --testbed) TESTBED_PREFIX=$2; shift 2 ;;
     --name) NAME=$2; shift 2 ;;
+    --extra) EXTRA=$2; shift 2 ;;
     -h|--help) usage ;;
     *) ARGS+=("$1"); shift ;;
   esac
@@ -202,6 +206,9 @@ cmd_up() {
       OF_PORT="$(eval echo "\$OF_PORT_$i")" API_PORT="$(eval echo "\$API_PORT_$i")" APPS="$apps" DATA="$data" \
       CLUSTER="$NAME" SENTINELS="$sentinels" MASTER_NAME="$MASTER_NAME" LEASE_MS="$LEASE_MS" RENEW_MS="$RENEW_MS" \
       CHECK_MS="$CHECK_MS" CLAIM_MS="$CLAIM_MS"
+    if [[ -n $EXTRA ]]; then
+      { echo; echo "# from $EXTRA"; cat "$EXTRA"; } >>"$DIR/i$i/sdnator.toml" || die "cannot append $EXTRA"
+    fi
   done
   for ((i = 1; i <= N; i++)); do start_instance "$i"; done
   echo "CONTROLLERS=$(controllers tcp)" >>"$ENV_FILE"

@@ -14,6 +14,7 @@
 #include "apps/mitigation/mitigation.hpp"
 #include "apps/topology/topology.hpp"
 #include "apps/topology/wire.hpp"
+#include "core/metrics.hpp"
 
 namespace sdn::bin {
 
@@ -28,13 +29,9 @@ nlohmann::json AppSet::stats() const {
   std::lock_guard lock(mu_);
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [app, report] : reporters_) {
-    nlohmann::json part = report();
-    if (!out.contains(app)) out[app] = nlohmann::json::object();
-    auto& sum = out[app];
-    for (const auto& [k, v] : part.items()) {
-      const uint64_t prev = sum.contains(k) ? sum[k].get<uint64_t>() : 0;
-      sum[k] = prev + v.get<uint64_t>();
-    }
+    // Not only counters: CPAM in a cluster reports a "cluster" object (summing it as a number
+    // threw, and ended the process, on the first stats write).
+    core::sum_json(out[app], report());
   }
   return out;
 }

@@ -119,4 +119,31 @@ void Metrics::each_histogram(const std::function<void(const std::string&, const 
   for (const auto& [k, v] : histograms_) f(k, *v);
 }
 
+void sum_json(nlohmann::json& sum, const nlohmann::json& part) {
+  if (!sum.is_object()) sum = nlohmann::json::object();
+  if (!part.is_object()) return;
+  for (const auto& [k, v] : part.items()) {
+    auto it = sum.find(k);
+    if (v.is_number()) {
+      if (it == sum.end() || !it->is_number()) {
+        sum[k] = v;
+      } else if (it->is_number_integer() && v.is_number_integer()) {
+        const bool negative = it->get<int64_t>() < 0 && !it->is_number_unsigned();
+        if (negative || (v.get<int64_t>() < 0 && !v.is_number_unsigned())) {
+          *it = it->get<int64_t>() + v.get<int64_t>();
+        } else {
+          *it = it->get<uint64_t>() + v.get<uint64_t>();
+        }
+      } else {
+        *it = it->get<double>() + v.get<double>();
+      }
+    } else if (v.is_object()) {
+      if (it == sum.end() || !it->is_object()) sum[k] = nlohmann::json::object();
+      sum_json(sum[k], v);
+    } else {
+      sum[k] = v;
+    }
+  }
+}
+
 }  // namespace sdn::core

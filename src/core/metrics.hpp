@@ -97,4 +97,10 @@ class Metrics {
   std::map<std::string, std::unique_ptr<Histogram>, std::less<>> histograms_;
 };
 
+// Adds `part` into `sum` (the stats of several instances of one app, e.g. one per shard):
+// numbers are summed (integers stay integers, unsigned when not negative; with a fraction they
+// become doubles), objects are merged key by key the same way, anything else (strings, arrays,
+// null) takes the newer value.
+void sum_json(nlohmann::json& sum, const nlohmann::json& part);
+
 }  // namespace sdn::core

@@ -182,3 +182,33 @@ up_tree() {
   wait_topology 2 20
   step "testbed $IT_PREFIX up, connected and discovered ($(fmt_ms $(($(now_ms) - t0))))"
 }
+
+# Cluster tests (scripts/cluster.sh, instances with a REST API each).
+# masters_json PORTS...: {"<dpid hex>": [instance ids mastering it]} over the instances' APIs.
+masters_json() {
+  python3 - "$@" <<'PY'
+import json, sys, urllib.request
+out = {}
+for port in sys.argv[1:]:
+    try:
+        j = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/cluster", timeout=1))
+    except Exception:
+        continue
+    for dpid in j.get("masters", {}):
+        out.setdefault(dpid, []).append(j.get("instance_id", port))
+print(json.dumps(out, sort_keys=True))
+PY
+}
+# wait_one_master_each SECONDS PORTS...: until each of the testbed's switches (CLUSTER_SWITCHES,
+# default 3) has exactly one master.
+wait_one_master_each() {
+  local limit=$1; shift
+  local t0 m; t0=$(now_ms)
+  while :; do
+    m=$(masters_json "$@")
+    python3 -c 'import json,sys; m=json.loads(sys.argv[1]); sys.exit(0 if len(m) == int(sys.argv[2]) and all(len(v) == 1 for v in m.values()) else 1)' "$m" "${CLUSTER_SWITCHES:-3}" \
+      && { echo "$m"; return 0; }
+    (($(now_ms) - t0 < limit * 1000)) || fail "not one master per switch after ${limit}s: $m"
+    sleep 0.1
+  done
+}

@@ -72,6 +72,28 @@ TEST(Config, MissingFileIsAnError) {
   EXPECT_FALSE(c);
 }
 
+// The stats of several instances of one app: counters add up, nested objects (CPAM's "cluster")
+// merge the same way, text takes the newer value; nothing throws whatever the shapes.
+TEST(Metrics, SumJsonAddsCountersMergesObjectsAndNeverThrows) {
+  nlohmann::json sum;
+  sum_json(sum, {{"packet_ins", 3}, {"max_ms", 1.5}, {"cluster", {{"leading", 1}, {"instance", "i1"}}}});
+  sum_json(sum, {{"packet_ins", 4}, {"max_ms", 2}, {"cluster", {{"leading", 0}, {"instance", "i1"}}}, {"new", 1}});
+  EXPECT_EQ(sum["packet_ins"], 7u);
+  EXPECT_TRUE(sum["packet_ins"].is_number_unsigned());
+  EXPECT_DOUBLE_EQ(sum["max_ms"].get<double>(), 3.5);
+  EXPECT_EQ(sum["cluster"]["leading"], 1u);
+  EXPECT_EQ(sum["cluster"]["instance"], "i1");
+  EXPECT_EQ(sum["new"], 1u);
+  // Mismatched shapes: the newer value wins, and a part that is no object adds nothing.
+  sum_json(sum, {{"cluster", 5}, {"packet_ins", {{"x", 1}}}, {"neg", -2}});
+  EXPECT_EQ(sum["cluster"], 5u);
+  EXPECT_EQ(sum["packet_ins"]["x"], 1u);
+  sum_json(sum, {{"neg", 1}});
+  EXPECT_DOUBLE_EQ(sum["neg"].get<double>(), -1.0);
+  sum_json(sum, nlohmann::json::array({1, 2}));
+  EXPECT_EQ(sum["new"], 1u);
+}
+
 TEST(Metrics, CountersGaugesAndJson) {
   Metrics m;
   auto& c = m.counter("a.b");
