@@ -151,7 +151,9 @@ for c in sys.argv[2:]:
     h = json.load(open(f"{w}/hold{c}.json"))
     print(f"session h{c}: ok={h['ok']} echoes {h['echoes']} max gap {h['max_gap_ms']:.0f} ms error {h['error']}")
 c = json.load(open(f"{w}/churn.json"))
-print(f"churn: {c['succeeded']} ok, {c['failed']} failed, outcomes {c['outcomes']}")
+su = c.get("setup_ms", {})
+print(f"churn: {c['succeeded']} ok, {c['failed']} failed, outcomes {c['outcomes']}; connect across instances "
+      f"p50 {su.get('p50', 0):.2f} ms p90 {su.get('p90', 0):.2f} ms max {su.get('max', 0):.2f} ms")
 PY
 python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["failed"] == 0 else 1)' "$IT_WORK/churn.json" \
   || fail "churned connections failed (see $IT_WORK/churn.json)"

@@ -957,6 +957,23 @@ void Cpam::sweep(Clock::time_point now) {
   }
   for (const Key& k : done) erase_binding(k, true);
   expired_.inc(done.size());
+  // Cluster: a host that never spoke since its port settled is known to nobody, and this
+  // instance's locate probes reach only its own switches: every instance's shard 0 asks for
+  // the protected hosts nobody located yet on its own edges (each at most twice a second), so
+  // the master of a silent host's switch learns it before a session needs it.
+  if (shard_ == 0 && svc_->clustered() && rt_ != nullptr) {
+    size_t asked = 0;
+    for (uint32_t h = 0; h < svc_->dir_.hosts.size() && asked < kSilentProbes; ++h) {
+      const uint32_t ip = svc_->dir_.hosts[h].ip;
+      auto mac = view_.mac_of(ip);
+      if (mac && view_.host(*mac) != nullptr) continue;
+      auto& last = probed_[ip];
+      if (last != Clock::time_point{} && now - last < std::chrono::milliseconds(500)) continue;
+      last = now;
+      probe(ip);
+      ++asked;
+    }
+  }
   // Hand-off records live as long as their bindings (renewed at half their TTL).
   for (const auto& [id, key] : by_id_) {
     auto it = sessions_.find(key);

@@ -286,6 +286,7 @@ class Cpam final : public southbound::App {
     std::vector<pkt::Bytes> frames;  // the first and any that followed it, at most kParkedFrames
   };
   static constexpr size_t kParkedFrames = 16, kParkedKeys = 4096;
+  static constexpr size_t kSilentProbes = 64;  // unlocated hosts probed per sweep (cluster)
   bool remote_host(uint32_t host, Clock::time_point now);
   bool park(const Key& k, const ofp::PacketIn& pin, uint64_t dpid, Clock::time_point rx);
   bool ask_peer(const Key& k, const ofp::PacketIn& pin, uint64_t dpid, Clock::time_point rx);

@@ -175,7 +175,8 @@ class CpamCluster : public ::testing::Test {
     return k;  // lease 600 ms, renew 150, check 100
   }
 
-  void build() {
+  // `silent`: hosts that send nothing at the start (every other one announces itself by ARP).
+  void build(std::set<int> silent = {}) {
     backends_ = std::make_shared<data::Backends>(data::make_inproc_updates(), nullptr);
     auto topo_due = std::make_shared<data::Due>(backends_);
     (void)topo_due->init("topology", data::kProducer, {}, {{"network/topology/**", std::nullopt}});
@@ -229,8 +230,9 @@ class CpamCluster : public ::testing::Test {
     fabric_->advance(milliseconds(2000));
     // One leader, and every instance serves its epoch.
     ASSERT_TRUE(pump_until([&] { return leaders() == 1 && same_epoch(); })) << "leaders " << leaders();
-    for (const auto& host : hosts_)
-      fabric_->send(host.name, pkt::arp_request(host.mac, host.ip, pkt::ipv4(10, 0, 255, 253)));
+    for (size_t i = 0; i < hosts_.size(); ++i)
+      if (!silent.contains(static_cast<int>(i + 1)))
+        fabric_->send(hosts_[i].name, pkt::arp_request(hosts_[i].mac, hosts_[i].ip, pkt::ipv4(10, 0, 255, 253)));
   }
 
   // Moves the manual clock 100 ms at a time (real threads get 10 ms each step) until `pred`.
@@ -595,6 +597,27 @@ TEST_F(CpamCluster, AReplyAcrossInstancesLeavesUnderTheRetiringVipTheClientNamed
   ASSERT_TRUE(pump_until([&] { return last_src("h1").has_value(); }));
   EXPECT_EQ(last_src("h1"), old_vs) << "not h3's current VIP " << Ipv4Addr{vip(b, 3)}.to_string();
   EXPECT_EQ(b.svc->counters().handoffs_in, 1u);
+}
+
+// A host that never spoke is known to nobody, and an instance's locate probes reach only its own
+// switches: every instance's sweep asks for the unlocated protected hosts on its own edges, so
+// the master of the silent host's switch learns it and a session from another instance reaches it.
+TEST_F(CpamCluster, ASilentHostOnAPeersSwitchIsProbedByItsMasterAndReached) {
+  build({3});  // h3, on s5 (b), says nothing
+  Node& a = nodes_[0];
+  std::optional<pkt::Arp> probe;
+  ASSERT_TRUE(pump_until([&] {
+    for (const auto& [h, f] : fabric_->deliveries())
+      if (auto p = pkt::parse(f); h == "h3" && p && p->arp && p->arp->tpa == host(3).ip) probe = *p->arp;
+    return probe.has_value();
+  })) << "nobody asked for h3";
+  fabric_->send("h3", pkt::arp_reply_for(*probe, host(3).mac));
+  fabric_->clear_deliveries();
+  const uint32_t vc = vip(a, 1), vs = vip(a, 3);
+  fabric_->send("h1", tcp(host(1), vs, 44000, 80, pkt::tcpflag::kSyn));
+  ASSERT_TRUE(pump_until([&] { return last_src("h3").has_value(); }));
+  EXPECT_EQ(last_src("h3"), vc);
+  EXPECT_EQ(a.svc->counters().unlocated, 0u);
 }
 
 }  // namespace
