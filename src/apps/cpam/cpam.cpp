@@ -659,7 +659,7 @@ void Cpam::repair(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed
   const uint32_t vs = svc_->vip_index(p.ipv4->dst.value);
   const auto dv = vips.load(vs);
   const auto sv = vips.load(svc_->vip_index(p.ipv4->src.value));
-  auto live = [](const VipTable::View& v) { return v.state == VipState::kPrimary || v.state == VipState::kGrace; };
+  auto live = [this](const VipTable::View& v) { return svc_->in_use(v); };
   if (dv.owner == kNone || !live(dv) || !live(sv)) {
     stale_vip_.inc();
     release(sw, pin);
@@ -677,8 +677,21 @@ void Cpam::repair(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed
     release(sw, pin);
     return;
   }
+  // Cluster: a path that ends on a peer's switch is repaired up to the last switch this instance
+  // masters, and the packet goes on from there unchanged; the peer's rules take it.
+  size_t last = hops->size() - 1;
+  const bool remote_end = rt_ != nullptr && !rt_->is_up((*hops)[last].dpid);
   flows::Plan plan = flows::plan_repair(cfg_, p, *hops, vs, svc_->dir_.hosts[dv.owner].ip, ld->mac, shard_,
-                                        ++next_id_, pin.data);
+                                        ++next_id_, pin.data, !remote_end);
+  if (remote_end) {
+    last = 0;
+    while (last + 1 < hops->size() && rt_->is_up((*hops)[last + 1].dpid)) ++last;
+    ofp::PacketOut po;
+    po.in_port = ofp::port::kController;
+    po.actions = {ofp::ActionOutput{(*hops)[last].out_port, 0}};
+    plan.add_packet_out((*hops)[last].dpid, std::move(po), pin.data);
+    onward_.inc();
+  }
   repairs_.inc();
   for (auto& sb : plan.switches) {
     const uint64_t dpid = sb.dpid;
@@ -859,7 +872,7 @@ void Cpam::peer_answered(const Key& k, std::optional<std::string> record) {
     } else {
       auto& vips = svc_->vips();
       const auto vc = vips.load(d->vc), vs = vips.load(d->vs);
-      auto live = [](const VipTable::View& v) { return v.state == VipState::kPrimary || v.state == VipState::kGrace; };
+      auto live = [this](const VipTable::View& v) { return svc_->in_use(v); };
       if (d->proto == k.proto && d->server == k.src_host && d->vc == k.dst_vip && d->sport == k.sport &&
           d->cport == k.dport && vc.owner == d->client && vs.owner == d->server && live(vc) && live(vs))
         h = *d;

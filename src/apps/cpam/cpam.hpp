@@ -99,6 +99,13 @@ class CpamService {
   VipTable& vips() { return *table_; }
   bool in_pool(uint32_t ip) const { return ip - cfg_.vip_base - 1 < cfg_.pool_size && ip > cfg_.vip_base; }
   uint32_t vip_index(uint32_t ip) const { return ip - cfg_.vip_base - 1; }
+  // A VIP that packets between VIPs (repair) and hand-offs may use: Primary or Grace; in a
+  // cluster also Reserved, since another instance may have applied the epoch that makes it
+  // Primary a poll before this one (a packet between VIPs only comes from a peer's switch).
+  bool in_use(const VipTable::View& v) const {
+    return v.state == VipState::kPrimary || v.state == VipState::kGrace ||
+           (clustered() && v.state == VipState::kReserved);
+  }
   bool rotating() const { return rotating_.load(std::memory_order_relaxed); }
   std::shared_ptr<const Snapshot> latest() const;
   CpamCounters counters() const;  // summed over the shards

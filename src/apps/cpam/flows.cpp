@@ -145,7 +145,7 @@ Plan plan_session(const CpamConfig& cfg, const Session& s, const std::vector<top
 
 Plan plan_repair(const CpamConfig& cfg, const pkt::Parsed& p, const std::vector<topology::Hop>& hops,
                  uint32_t dst_vip_index, uint32_t dst_real, uint64_t dst_mac, unsigned shard, uint64_t id,
-                 std::span<const uint8_t> data) {
+                 std::span<const uint8_t> data, bool deliver) {
   Plan plan;
   const uint8_t proto = p.ipv4->protocol;
   const uint16_t sp = p.tcp ? p.tcp->src_port : p.udp ? p.udp->src_port : 0;
@@ -158,6 +158,7 @@ Plan plan_repair(const CpamConfig& cfg, const pkt::Parsed& p, const std::vector<
                                         ofp::ActionList{ofp::ActionOutput{out_of(hops[i]), 0}}, false));
   const auto& last = hops.back();
   plan.at(last.dpid).batch.emplace_back(vip_rule(cfg, dst_vip_index, dst_real, dst_mac, last.out_port));
+  if (!deliver) return plan;
   ofp::PacketOut po;
   po.in_port = ofp::port::kController;
   po.actions = {set(OxmField::kIpv4Dst, dst_real), set(OxmField::kEthDst, dst_mac), ofp::ActionOutput{last.out_port, 0}};

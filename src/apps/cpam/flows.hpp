@@ -53,10 +53,11 @@ ofp::FlowMod vip_rule_delete(const CpamConfig& cfg, uint32_t vip_index);
 Plan plan_session(const CpamConfig& cfg, const Session& s, const std::vector<topology::Hop>& fwd,
                   const std::vector<topology::Hop>& rev, unsigned owner_shard, uint64_t id);
 // The rest of a VIP-to-VIP path from a transit switch: transit rules, then the standing rule of
-// the destination VIP and the packet's delivery (a copy of `data`) at the last hop.
+// the destination VIP and the packet's delivery (a copy of `data`) at the last hop (`deliver`
+// false: no delivery; the caller sends the packet on itself).
 Plan plan_repair(const CpamConfig& cfg, const pkt::Parsed& p, const std::vector<topology::Hop>& hops,
                  uint32_t dst_vip_index, uint32_t dst_real, uint64_t dst_mac, unsigned shard, uint64_t id,
-                 std::span<const uint8_t> data);
+                 std::span<const uint8_t> data, bool deliver = true);
 // The PacketOut that delivers the triggering packet to its destination host, translated as the
 // flows would have (source to its pinned VIP, destination to its real address).
 ofp::PacketOut deliver(const Session& s, bool from_client, uint32_t out_port);

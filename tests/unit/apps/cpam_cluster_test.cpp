@@ -620,5 +620,54 @@ TEST_F(CpamCluster, ASilentHostOnAPeersSwitchIsProbedByItsMasterAndReached) {
   EXPECT_EQ(a.svc->counters().unlocated, 0u);
 }
 
+// Instances apply an epoch up to a poll apart: the client's instance may already answer with a
+// new VIP that the server's instance still holds as Reserved. A packet between VIPs from a
+// peer's switch, and a hand-off naming such a VIP, are taken (they were dropped as stale, and
+// the connection waited for a retransmission, 1 s).
+TEST_F(CpamCluster, AVipStillReservedAtTheServersInstanceIsTakenFromAPeer) {
+  build();
+  Node& a = nodes_[0];
+  Node& b = nodes_[1];
+  const uint32_t vc = vip(a, 1), vs = vip(a, 3);
+  b.svc->vips().restore(idx(vs), VipState::kReserved, 2, {});  // b lags: h3's VIP not yet Primary
+  fabric_->clear_deliveries();
+  fabric_->send("h1", tcp(host(1), vs, 45000, 80, pkt::tcpflag::kSyn));
+  ASSERT_TRUE(pump_until([&] { return last_src("h3").has_value(); }, milliseconds(3000)))
+      << "dropped at b: stale_vip " << b.svc->counters().stale_vip;
+  EXPECT_EQ(last_src("h3"), vc);
+  fabric_->send("h3", tcp(host(3), vc, 80, 45000, pkt::tcpflag::kSyn | pkt::tcpflag::kAck));
+  ASSERT_TRUE(pump_until([&] { return last_src("h1").has_value(); }));
+  EXPECT_EQ(last_src("h1"), vs);
+  EXPECT_EQ(b.svc->counters().handoffs_in, 1u);
+  EXPECT_EQ(b.svc->counters().stale_vip, 0u);
+}
+
+// h3 on s5 (b) to h7 on s7 (c): the path crosses s2 or s3, which a masters. b sends the packet on
+// to a's switch, where a repairs the path up to its own last switch and sends it on again to c's
+// (it was lost there: a's repair delivered only at the last hop, which c masters); the reply
+// takes the same way back.
+TEST_F(CpamCluster, APathWhoseTransitAThirdInstanceMastersCarriesBothWays) {
+  build();
+  Node& a = nodes_[0];
+  Node& c = nodes_[2];
+  const uint32_t vc = vip(a, 3), vs = vip(a, 7);
+  fabric_->clear_deliveries();
+  fabric_->send("h3", tcp(host(3), vs, 46000, 80, pkt::tcpflag::kSyn));
+  ASSERT_TRUE(pump_until([&] { return last_src("h7").has_value(); }, milliseconds(3000)));
+  EXPECT_EQ(last_src("h7"), vc);
+  EXPECT_GE(a.svc->counters().repairs, 1u);
+  EXPECT_GE(a.svc->counters().onward, 1u);
+  fabric_->send("h7", tcp(host(7), vc, 80, 46000, pkt::tcpflag::kSyn | pkt::tcpflag::kAck));
+  ASSERT_TRUE(pump_until([&] { return last_src("h3").has_value(); }, milliseconds(3000)));
+  EXPECT_EQ(last_src("h3"), vs);
+  EXPECT_EQ(c.svc->counters().handoffs_in, 1u);
+  // And then both ways on the switches' rules.
+  fabric_->clear_deliveries();
+  EXPECT_EQ(fabric_->send("h3", tcp(host(3), vs, 46000, 80)).packet_ins, 0u);
+  EXPECT_EQ(fabric_->send("h7", tcp(host(7), vc, 80, 46000)).packet_ins, 0u);
+  EXPECT_EQ(last_src("h7"), vc);
+  EXPECT_EQ(last_src("h3"), vs);
+}
+
 }  // namespace
 }  // namespace sdn::apps::cpam
