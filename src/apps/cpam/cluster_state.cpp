@@ -190,6 +190,8 @@ Link::~Link() { stop(); }
 void Link::start() {
   if (thread_.joinable()) return;
   thread_ = std::thread([this] { run(); });
+  // Under the lock: the shards' handoff_put/handoff_get look at it from their own threads.
+  std::lock_guard lock(mu_);
   handoff_thread_ = std::thread([this] { run_handoffs(); });
 }
 

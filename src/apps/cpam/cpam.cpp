@@ -526,7 +526,10 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
     return;
   }
   // Cluster: the other end is on a peer's switch, so this may answer a session the peer bound.
-  if (!asked && remote_host(b, rx) && ask_peer(key, pin, sw.dpid(), rx)) return;
+  // A TCP SYN without ACK opens a connection and answers nothing: no need to ask.
+  const bool opening =
+      p.tcp && (p.tcp->flags & pkt::tcpflag::kSyn) != 0 && (p.tcp->flags & pkt::tcpflag::kAck) == 0;
+  if (!asked && !opening && remote_host(b, rx) && ask_peer(key, pin, sw.dpid(), rx)) return;
   if (sessions_.size() >= cfg_.max_sessions_per_shard) return fail(sessions_full_);
   if (snap_ == nullptr || snap_->primary[a] == kNone) return fail(not_ready_);
   const uint32_t vc = snap_->primary[a];
@@ -898,14 +901,21 @@ void Cpam::peer_answered(const Key& k, std::optional<std::string> record) {
     live_sessions_.store(by_id_.size(), std::memory_order_relaxed);
     handoffs_in_.inc();
   }
-  for (const auto& f : p.frames) {
-    ofp::PacketIn pin;
-    pin.match.set(ofp::OxmField::kInPort, p.in_port);
-    pin.data = f;
-    pin.total_len = static_cast<uint16_t>(std::min<size_t>(f.size(), 0xffff));
-    auto parsed = pkt::parse(pin.data, pkt::ParseOptions{.allow_truncated = true});
-    if (!parsed || !parsed->ipv4) continue;
-    rt_->with_switch(p.dpid, [&](SwitchContext& sw) { setup(sw, pin, *parsed, p.rx, true); });
+  // On this shard only: a switch that reconnected meanwhile may be another shard's now, and
+  // with_switch would then run this later, there; its packets are dropped instead.
+  for (auto& f : p.frames) {
+    rt_->with_switch(p.dpid, [this, frame = std::move(f), in_port = p.in_port, rx = p.rx](SwitchContext& sw) {
+      if (rt_->current_shard() != shard_ || stopped_) {
+        handoff_dropped_.inc();
+        return;
+      }
+      ofp::PacketIn pin;
+      pin.match.set(ofp::OxmField::kInPort, in_port);
+      pin.data = frame;
+      pin.total_len = static_cast<uint16_t>(std::min<size_t>(frame.size(), 0xffff));
+      auto parsed = pkt::parse(pin.data, pkt::ParseOptions{.allow_truncated = true});
+      if (parsed && parsed->ipv4) setup(sw, pin, *parsed, rx, true);
+    });
   }
 }
 
