@@ -629,6 +629,8 @@ struct Cluster::Impl {
     refused.clear();
 
     if (cfg.balance) {
+      std::map<std::string, std::size_t> share;  // switches the placement gives each member
+      for (const auto& t : target) ++share[t.second];
       for (std::size_t i = 0; i < dps.size(); ++i) {
         const uint64_t d = dps[i];
         auto own = owned.find(d);
@@ -638,10 +640,17 @@ struct Cluster::Impl {
         const std::string& p = t->second;
         auto since = member_since.find(p);
         // No flapping: only to a member live (in our view) for longer than a lease, only a
-        // switch held for a lease, and only when the move narrows the gap between the two.
+        // switch held for a lease, and only when the move narrows the gap between the two, or
+        // we hold more than our share and the target fewer than we do. The second case breaks
+        // chains such as 2/1/0 over three switches, where our extra switch belongs to a member
+        // that holds one already and that member's switch belongs to the empty one: each move
+        // puts a switch on its placement target, so the switches off target only decrease and
+        // nothing moves back.
         if (since == member_since.end() || now - since->second <= cfg.lease) continue;
         if (now - own->second.since < cfg.lease) continue;
-        if (load[id] <= load[p] + 1) continue;
+        const bool narrows = load[id] > load[p] + 1;
+        const bool over_share = load[id] > share[id] && load[id] > load[p];
+        if (!narrows && !over_share) continue;
         --load[id];
         ++load[p];
         ctr.handovers.fetch_add(1);

@@ -118,6 +118,19 @@ class ClusterTest : public ::testing::Test {
     return -1;
   }
 
+  // Leases acquired by all nodes during `window`: a window for flapping to show, not a wait.
+  uint64_t leases_taken_during(milliseconds window) const {
+    auto total = [&] {
+      uint64_t sum = 0;
+      for (const auto& n : nodes_)
+        if (n->c) sum += n->c->counters().leases_acquired;
+      return sum;
+    };
+    const uint64_t before = total();
+    std::this_thread::sleep_for(window);
+    return total() - before;
+  }
+
   test::RedisServer redis_;
   std::vector<std::unique_ptr<Node>> nodes_;
 };
@@ -176,13 +189,45 @@ TEST_F(ClusterTest, BalanceSpreadsTwelveSwitchesFourFourFour) {
   ASSERT_TRUE(spread);
   EXPECT_EQ(a.c->counters().handovers, 8u);
   // Stable: no switch moves again.
-  uint64_t acquired = 0;
-  for (auto& n : nodes_) acquired += n->c->counters().leases_acquired;
-  std::this_thread::sleep_for(milliseconds(1500));  // a window for flapping to show, not a wait
-  uint64_t after = 0;
-  for (auto& n : nodes_) after += n->c->counters().leases_acquired;
-  EXPECT_EQ(after, acquired);
+  EXPECT_EQ(leases_taken_during(milliseconds(1500)), 0u);
   for (auto& n : nodes_) EXPECT_EQ(n->c->masters().size(), 4u);
+}
+
+TEST_F(ClusterTest, BalanceBreaksATwoOneZeroChain) {
+  // Three switches whose placement over a, b, c is 2 -> b, 3 -> a, 30 -> c. "a" holds 2 and 3,
+  // "b" holds 30, "c" holds nothing. No single move narrows a gap by more than one (a's extra
+  // switch belongs to b, which holds one; b's belongs to c), yet 1/1/1 is the balance.
+  auto& a = add("a");
+  a.c->switch_connected(2);
+  a.c->switch_connected(3);
+  ASSERT_TRUE(test::eventually([&] { return a.c->masters().size() == 2; }));
+  auto& b = add("b");
+  b.c->switch_connected(30);
+  ASSERT_TRUE(test::eventually([&] { return b.c->masters().size() == 1; }));
+  auto& c = add("c");
+  for (uint64_t d : {2, 3, 30}) c.c->switch_connected(d);
+  a.c->switch_connected(30);
+  b.c->switch_connected(2);
+  b.c->switch_connected(3);
+  const auto t0 = Clock::now();
+  const bool spread = test::eventually(
+      [&] {
+        for (auto& n : nodes_)
+          if (n->c->masters().size() != 1) return false;
+        return one_master_each(2, 2) && one_master_each(30, 1);
+      },
+      milliseconds(8000));
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  std::printf("balance: 2/1/0 to 1/1/1 after %.0f ms (lease 600 ms)\n", ms);
+  for (auto& n : nodes_) std::printf("  %s masters %zu\n", n->c->instance_id().c_str(), n->c->masters().size());
+  ASSERT_TRUE(spread);
+  EXPECT_EQ(master_of(2), 1);  // every switch on its placement target
+  EXPECT_EQ(master_of(3), 0);
+  EXPECT_EQ(master_of(30), 2);
+  EXPECT_EQ(a.c->counters().handovers, 1u);
+  EXPECT_EQ(b.c->counters().handovers, 1u);
+  EXPECT_EQ(c.c->counters().handovers, 0u);
+  EXPECT_EQ(leases_taken_during(milliseconds(1500)), 0u);
 }
 
 TEST_F(ClusterTest, StopHandsSwitchesOverAtOnce) {
