@@ -55,18 +55,23 @@ std::map<uint64_t, std::string> assign(const std::map<uint64_t, std::vector<std:
   std::sort(order.begin(), order.end());
   std::map<uint64_t, std::string> out;
   if (all.empty()) return out;
-  const std::size_t cap = (candidates.size() + all.size() - 1) / all.size();
+  // n = q * members + r: r members may take q + 1 switches, the others q. A cap of q + 1 for
+  // everyone alone lets loads differ by more than one (4 switches over 3 members: 2/2/0).
+  const std::size_t q = candidates.size() / all.size(), r = candidates.size() % all.size();
+  std::size_t above = 0;  // members that took q + 1
   std::map<std::string, std::size_t> load;
+  auto room = [&](const std::string& m) { return load[m] < q || (load[m] == q && above < r); };
   for (const auto& o : order) {
     const uint64_t dpid = o.second;
-    auto r = ranked(dpid, candidates.at(dpid));
-    if (r.empty()) continue;
-    std::string pick = r.front();
-    for (const auto& m : r)
-      if (load[m] < cap) {
+    auto rk = ranked(dpid, candidates.at(dpid));
+    if (rk.empty()) continue;
+    std::string pick = rk.front();
+    for (const auto& m : rk)
+      if (room(m)) {
         pick = m;
         break;
       }
+    if (load[pick] == q) ++above;
     ++load[pick];
     out[dpid] = pick;
   }

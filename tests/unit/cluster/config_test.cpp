@@ -152,6 +152,29 @@ TEST(Placement, BoundedRendezvousSpreadsEvenly) {
   for (const auto& e : load) EXPECT_LE(e.second, 5);
 }
 
+TEST(Placement, LoadsDifferByAtMostOneWhenEveryMemberCanTakeEverySwitch) {
+  // Capped at ceil(n / m) alone, 4 switches over 3 members could come out 2/2/0.
+  for (const std::vector<std::string>& m :
+       {std::vector<std::string>{"a", "b", "c"}, std::vector<std::string>{"i1", "i2", "i3"},
+        std::vector<std::string>{"a", "b", "c", "d", "e"}}) {
+    for (uint64_t n = 1; n <= 40; ++n) {
+      for (uint64_t first : {uint64_t{1}, uint64_t{100}}) {
+        std::map<uint64_t, std::vector<std::string>> cand;
+        for (uint64_t d = first; d < first + n; ++d) cand[d] = m;
+        std::map<std::string, uint64_t> load;
+        for (const auto& mm : m) load[mm] = 0;
+        for (const auto& e : assign(cand)) ++load[e.second];
+        uint64_t lo = n, hi = 0;
+        for (const auto& e : load) {
+          lo = std::min(lo, e.second);
+          hi = std::max(hi, e.second);
+        }
+        EXPECT_LE(hi - lo, 1u) << n << " switches from " << first << " over " << m.size() << " members";
+      }
+    }
+  }
+}
+
 TEST(Placement, OnlyCandidatesAndStableOwner) {
   std::map<uint64_t, std::vector<std::string>> cand{{1, {"b"}}, {2, {"a", "b"}}, {3, {}}};
   auto t = assign(cand);
