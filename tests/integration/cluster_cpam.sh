@@ -8,7 +8,8 @@
 #     leader rotates every 4 s;
 #   - new connections A3 -> B3 (each a fresh DNS lookup), spread over the rotations, all succeed;
 #   - the instances handed bindings over through Redis (handoffs_out and handoffs_in), and no
-#     hand-off failed or dropped a packet.
+#     hand-off failed or dropped a packet;
+#   - followers polled fast while a rotation was reserved (their epoch lag is printed).
 source "$(dirname "$0")/lib.sh" "$@"
 SESSION=${SDNATOR_SESSION:-$(dirname "$SDNATOR")/sdnator-session}
 [[ -x $SESSION ]] || fail "sdnator-session not found: $SESSION"
@@ -78,7 +79,8 @@ step "cluster up in $(fmt_ms $(($(now_ms) - t0))) (Redis + Sentinel, 3 instances
 "${TB[@]}" wait-connected 20 || fail "switches did not connect to all three instances"
 # Leaves A and B: the first pair with different masters (leaf k = s<k> holds h<3k-5>..h<3k-3>).
 # The first instance to see the switches takes them all; balancing hands some over once the
-# others have been members for a lease.
+# others have been members for a lease, a lease per step: the pick waits until the masters have
+# not changed for 2.5 s (four leases), so the two leaves keep their masters during the sessions.
 pick_leaves() {
   python3 - "$1" <<'PY'
 import json, sys
@@ -87,12 +89,13 @@ pairs = [(a, b) for a in (2, 3, 4) for b in (2, 3, 4) if a < b and m.get(a) != m
 print(*(pairs[0] if pairs else ("", "")))
 PY
 }
-t0=$(now_ms) A=""
+t0=$(now_ms) A="" last="" since=0
 while :; do
   m=$(wait_one_master_each 20 "${API[@]}")
+  [[ $m == "$last" ]] || { last=$m since=$(now_ms); }
   read -r A B < <(pick_leaves "$m")
-  [[ -n $A ]] && break
-  (($(now_ms) - t0 < 20000)) || fail "after 20 s all three leaves still have one master: $m"
+  [[ -n $A ]] && (($(now_ms) - since >= 2500)) && break
+  (($(now_ms) - t0 < 30000)) || fail "after 30 s no two leaves with different masters held still for 2.5 s: $m"
   sleep 0.2
 done
 a1=$((3 * A - 5)) a2=$((3 * A - 4)) a3=$((3 * A - 3)) b1=$((3 * B - 5)) b2=$((3 * B - 4)) b3=$((3 * B - 3))
@@ -165,4 +168,11 @@ errors=$(cpam_sum handoff_errors) dropped=$(cpam_sum handoff_dropped) onward=$(c
 step "hand-offs: out $out, in $in, misses $misses, errors $errors, dropped $dropped; first packets sent on: $onward"
 ((out >= 3 && in >= 3)) || fail "too few sessions handed over between instances (out $out, in $in)"
 ((errors == 0 && dropped == 0)) || fail "hand-offs failed ($errors) or dropped packets ($dropped)"
+# Followers poll fast while a rotation is reserved and apply its publication a few ms after it.
+lags="" fast=$(cpam_sum cluster.fast_polls)
+for i in 1 2 3; do
+  lags+=" i$i $(python3 "$STATS_PY" get "$IT_WORK/cluster/i$i/stats.json" apps.cpam.cluster.epoch_lag_max_ms 2>/dev/null || echo '?')"
+done
+step "epoch lag, leader's write to a follower's apply, largest per instance (ms, -1: leader):$lags; fast polls $fast; ARP refused $(cpam_sum arp_refused)"
+((fast > 0)) || fail "no follower polled fast during a reserved rotation"
 step "PASS: $((epoch1 - epoch0)) rotations, both sessions kept, every new connection made, across instances"

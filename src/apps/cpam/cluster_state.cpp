@@ -1,6 +1,8 @@
 // CPAM's shared state in Redis: record formats and the worker thread (cluster_state.hpp).
 #include "apps/cpam/cluster_state.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/log.hpp"
@@ -22,6 +24,7 @@ std::string encode_vips(const SharedVips& s, const HostDirectory& dir) {
   j["seq"] = s.seq;
   j["leader"] = s.leader;
   j["generation"] = s.generation;
+  if (s.due_ms != 0) j["due_ms"] = s.due_ms;
   return j.dump();
 }
 
@@ -35,6 +38,7 @@ Expected<SharedVips, std::string> decode_vips(std::string_view text, const HostD
   if (auto l = j.find("leader"); l != j.end() && l->is_string()) s.leader = l->get<std::string>();
   if (auto g = j.find("generation"); g != j.end() && g->is_number_unsigned()) s.generation = g->get<uint64_t>();
   if (auto p = j.find("phase"); p != j.end() && p->is_string()) s.phase = p->get<std::string>();
+  if (auto d = j.find("due_ms"); d != j.end() && d->is_number_integer()) s.due_ms = d->get<int64_t>();
   auto v = recovery::vips_from_json(j, dir, pool);
   if (!v) return unexpected(v.error());
   s.vips = std::move(*v);
@@ -187,8 +191,9 @@ Link::Link(std::shared_ptr<Store> store, const CpamConfig& cfg, const HostDirect
 
 Link::~Link() { stop(); }
 
-void Link::start() {
+void Link::start(std::function<void()> on_state) {
   if (thread_.joinable()) return;
+  on_state_ = std::move(on_state);  // before the thread: it only reads it
   thread_ = std::thread([this] { run(); });
   // Under the lock: the shards' handoff_put/handoff_get look at it from their own threads.
   std::lock_guard lock(mu_);
@@ -314,8 +319,26 @@ void Link::run() {
       next_pins = Clock::now() + std::chrono::seconds(1);
     }
     lock.lock();
-    cv_.wait_for(lock, cfg_.cluster_poll, [this] { return stop_ || dirty_; });
+    bool fast = false;
+    const auto wait = next_poll(fast);
+    if (fast) ++counters_.fast_polls;
+    cv_.wait_for(lock, wait, [this] { return stop_ || dirty_; });
   }
+}
+
+Clock::duration Link::next_poll(bool& fast) const {
+  const Clock::duration poll = cfg_.cluster_poll;
+  fast = false;
+  if (!state_ || state_->phase != "reserved") return poll;
+  const Clock::duration step = std::min<Clock::duration>(kFastPoll, poll);
+  if (state_->due_ms == 0) {  // a leader that names no due time: fast from the reserved write on
+    fast = Clock::now() - reserved_seen_ < kFastWindow;
+    return fast ? step : poll;
+  }
+  const auto to_due = std::chrono::milliseconds(state_->due_ms - unix_ms());
+  if (to_due > kFastPoll) return std::min<Clock::duration>(poll, to_due - kFastPoll);  // not yet
+  fast = -to_due < cfg_.preinstall_timeout + kFastWindow;
+  return fast ? step : poll;
 }
 
 void Link::poll_epoch() {
@@ -336,15 +359,20 @@ void Link::poll_epoch() {
   auto v = store_->get(kVipsKey);
   if (!v) return;
   auto s = decode_vips(*v, dir_, cfg_.pool_size);
-  std::lock_guard lock(mu_);
-  if (!s) {
-    ++counters_.bad_records;
-    SDN_LOG_RATELIMITED(spdlog::level::err, "cpam: the shared VIP state is unusable: {}", s.error());
-    return;
+  {
+    std::lock_guard lock(mu_);
+    if (!s) {
+      ++counters_.bad_records;
+      SDN_LOG_RATELIMITED(spdlog::level::err, "cpam: the shared VIP state is unusable: {}", s.error());
+      return;
+    }
+    ++counters_.states_read;
+    polled_seq_ = std::max(polled_seq_, s->seq);
+    if (state_ && s->seq <= state_->seq) return;
+    state_ = std::move(*s);
+    if (state_->phase == "reserved") reserved_seen_ = Clock::now();
   }
-  ++counters_.states_read;
-  polled_seq_ = std::max(polled_seq_, s->seq);
-  if (!state_ || s->seq > state_->seq) state_ = std::move(*s);
+  if (on_state_) on_state_();
 }
 
 void Link::publish_own() {

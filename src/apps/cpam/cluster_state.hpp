@@ -62,6 +62,7 @@ struct SharedVips {
   uint64_t seq = 0;
   std::string leader;
   uint64_t generation = 0;
+  int64_t due_ms = 0;  // a "reserved" write: the earliest publication (unix ms; 0: not said)
 };
 std::string encode_vips(const SharedVips& s, const HostDirectory& dir);
 Expected<SharedVips, std::string> decode_vips(std::string_view text, const HostDirectory& dir, uint32_t pool);
@@ -123,8 +124,18 @@ class Link {
  public:
   Link(std::shared_ptr<Store> store, const CpamConfig& cfg, const HostDirectory& dir);
   ~Link();
-  void start();
+  // `on_state` is called on the link's thread each time a newer shared state was read (shard 0
+  // then applies it at once instead of at its next poll).
+  void start(std::function<void()> on_state = {});
   void stop();
+
+  // While the newest state is a rotation's "reserved" write, its publication follows once the
+  // leader's pre-install is done, not before `due_ms` (at least a poll and a half after it): from
+  // kFastPoll before that time the epoch key is polled every kFastPoll until the publication is
+  // read, for at most preinstall_timeout + kFastWindow past it (kFastWindow after reading a
+  // "reserved" write that names no due time), so followers apply the new epoch a few ms after it.
+  static constexpr std::chrono::milliseconds kFastPoll{5};
+  static constexpr std::chrono::milliseconds kFastWindow{5000};
 
   Store& store() { return *store_; }
   const std::string& instance() const { return instance_; }
@@ -148,7 +159,7 @@ class Link {
   bool handoff_get(std::string key, std::function<void(std::optional<std::string>)> done);
 
   struct Counters {
-    uint64_t writes = 0, write_errors = 0, polls = 0, states_read = 0, bad_records = 0;
+    uint64_t writes = 0, write_errors = 0, polls = 0, fast_polls = 0, states_read = 0, bad_records = 0;
     uint64_t handoff_puts = 0, handoff_put_errors = 0, handoff_gets = 0, handoff_found = 0, handoff_refused = 0;
   };
   Counters counters() const;
@@ -159,6 +170,8 @@ class Link {
   void publish_own();
   void read_pins();
   void poll_epoch();
+  // How long to wait before the next epoch poll (under mu_); `fast` when polling fast.
+  Clock::duration next_poll(bool& fast) const;
 
   std::shared_ptr<Store> store_;
   CpamConfig cfg_;
@@ -171,6 +184,8 @@ class Link {
   std::map<unsigned, std::pair<nlohmann::json, std::set<uint32_t>>> own_;
   std::optional<SharedVips> state_;
   uint64_t polled_seq_ = 0;
+  Clock::time_point reserved_seen_{};  // when the newest state, a "reserved" one, was read
+  std::function<void()> on_state_;
   RemotePins remote_;
   Clock::time_point pins_read_{};
   Counters counters_;

@@ -76,9 +76,9 @@ CpamService::~CpamService() {
   if (samples_ != nullptr) std::fclose(samples_);
 }
 
-void CpamService::start_cluster() {
+void CpamService::start_cluster(std::function<void()> on_state) {
   if (store_ == nullptr) return;
-  link_->start();
+  link_->start(std::move(on_state));
   auto gen = leader_gen_;
   store_->lead(
       shared::kRole, [gen](uint64_t g) { gen->store(g, std::memory_order_release); },
@@ -98,12 +98,15 @@ nlohmann::json CpamService::cluster_json() const {
           {"leader_losses", leader_losses_.load()},
           {"states_applied", states_applied_.load()},
           {"shared_write_max_ms", static_cast<double>(shared_write_max_us_.load()) / 1000.0},
+          {"epoch_lag_ms", epoch_lag_last_ms_.load()},
+          {"epoch_lag_max_ms", epoch_lag_max_ms_.load()},
           {"resync_deferred", resync_deferred_.load()},
           {"remote_pinned", link_->remote_pinned()},
           {"pins_fresh", link_->pins_fresh() ? 1 : 0},
           {"writes", lc.writes},
           {"write_errors", lc.write_errors},
           {"polls", lc.polls},
+          {"fast_polls", lc.fast_polls},
           {"states_read", lc.states_read},
           {"bad_records", lc.bad_records},
           {"handoff_puts", lc.handoff_puts},

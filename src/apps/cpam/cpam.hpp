@@ -139,8 +139,9 @@ class CpamService {
   // In cluster mode only the VIP state (a fallback for the first leader when Redis has none);
   // bindings come back from the switches' flows.
   void recover();
-  // Cluster mode: asks for the leadership and starts the worker (shard 0's engine_start).
-  void start_cluster();
+  // Cluster mode: asks for the leadership and starts the worker (shard 0's engine_start);
+  // `on_state` runs on the worker's thread when it read a newer shared state.
+  void start_cluster(std::function<void()> on_state);
 
   std::shared_ptr<shared::Store> store_;
   std::unique_ptr<shared::Link> link_;
@@ -150,6 +151,9 @@ class CpamService {
   std::atomic<bool> state_ready_{false};  // a shared state was applied (or this instance leads)
   std::atomic<uint64_t> fenced_refused_{0}, leader_gains_{0}, leader_losses_{0}, states_applied_{0};
   std::atomic<uint64_t> shared_write_max_us_{0}, shared_seq_{0}, resync_deferred_{0};
+  // Follower: from the leader's write of a new epoch to this instance applying it (unix ms,
+  // one clock on one machine), the last and the largest.
+  std::atomic<int64_t> epoch_lag_last_ms_{-1}, epoch_lag_max_ms_{-1};
 
   // What recover() found; the engine and the shards take their parts at on_start.
   struct Recovered {
@@ -339,12 +343,16 @@ class Cpam final : public southbound::App {
   // The engine from a lifecycle (reloaded or fresh): first snapshot, write-ahead, timers.
   bool run_engine(std::unique_ptr<VipLifecycle> life, bool reloaded, std::string_view from);
 
-  // Cluster mode (rotation.cpp): shard 0 polls leadership and the shared state.
+  // Cluster mode (rotation.cpp): shard 0 polls leadership and the shared state; `follow`
+  // applies a newer shared state when following (from the poll, or at once when the worker
+  // read one).
   void cluster_poll();
+  void follow();
   void become_leader(uint64_t gen);
   void step_down(const char* why);
   void apply_shared(const shared::SharedVips& s);
   bool write_shared(std::string_view phase);
+  std::chrono::milliseconds publication_lead() const;
   uint64_t led_gen_ = 0;       // the generation the engine runs under (0: following)
   uint64_t applied_seq_ = 0;   // the newest shared state applied while following
   uint64_t write_seq_ = 0;     // the last seq written as leader
@@ -372,6 +380,7 @@ class Cpam final : public southbound::App {
   std::unique_ptr<VipLifecycle> life_;
   std::vector<std::pair<uint32_t, uint32_t>> pending_;  // (host, vip) of the rotation in progress
   Clock::time_point tick_at_{};
+  Clock::time_point reserved_at_{};  // the rotation in progress was written ahead ("reserved")
   std::shared_ptr<std::atomic<size_t>> preinstall_left_;
   uint64_t rotation_gen_ = 0;
   size_t preinstall_sent_ = 0;

@@ -46,7 +46,11 @@ void Cpam::arm_engine(Clock::duration d, void (Cpam::*step)()) {
 void Cpam::engine_start() {
   if (svc_->clustered()) {
     // A follower until the cluster names this instance the rotation leader (cluster_poll).
-    svc_->start_cluster();
+    svc_->start_cluster([svc = svc_, rt = rt_, shard = shard_] {
+      rt->post(shard, [svc, shard] {
+        if (Cpam* t = svc->instance(shard)) t->follow();
+      });
+    });
     arm(cfg_.cluster_poll, &Cpam::cluster_poll);
     return;
   }
@@ -117,9 +121,13 @@ void Cpam::cluster_poll() {
   const uint64_t gen = svc_->leader_gen_->load(std::memory_order_acquire);
   if (led_gen_ != 0 && gen != led_gen_) step_down(gen == 0 ? "leadership lost" : "leadership renewed");
   if (gen != 0 && led_gen_ == 0 && rt_->now() >= lead_retry_) become_leader(gen);
-  if (led_gen_ == 0)
-    if (auto s = svc_->link_->take_state(applied_seq_)) apply_shared(*s);
+  follow();
   arm(cfg_.cluster_poll, &Cpam::cluster_poll);
+}
+
+void Cpam::follow() {
+  if (stopped_ || led_gen_ != 0) return;
+  if (auto s = svc_->link_->take_state(applied_seq_)) apply_shared(*s);
 }
 
 void Cpam::become_leader(uint64_t gen) {
@@ -195,6 +203,7 @@ bool Cpam::write_shared(std::string_view phase) {
   s.seq = ++write_seq_;
   s.leader = svc_->link_->instance();
   s.generation = led_gen_;
+  if (phase == "reserved") s.due_ms = s.vips.time_ms + publication_lead().count();
   const auto t0 = Clock::now();
   auto& store = *svc_->store_;
   // The state, then the small key followers poll: a follower that sees the new seq reads a
@@ -255,6 +264,13 @@ void Cpam::apply_shared(const shared::SharedVips& s) {
       sw.send_batch(std::move(batch), lane, [](const southbound::BatchResult&) {});
     });
   if (snap_ == nullptr || snap_->epoch != s.vips.epoch) {
+    if (snap_ != nullptr && s.vips.time_ms > 0) {
+      const int64_t lag = std::max<int64_t>(0, unix_now - s.vips.time_ms);
+      svc_->epoch_lag_last_ms_.store(lag);
+      int64_t m = svc_->epoch_lag_max_ms_.load();
+      while (lag > m && !svc_->epoch_lag_max_ms_.compare_exchange_weak(m, lag)) {
+      }
+    }
     distribute(life_->current());
     std::lock_guard lock(svc_->mu_);
     svc_->last_rotation_ = life_->last();
@@ -274,6 +290,7 @@ void Cpam::tick() {
   svc_->rotating_.store(true, std::memory_order_relaxed);
   pending_ = life_->reserve_next(now);
   if (!persist_vips("reserved", true)) return;  // written ahead: no rule or answer uses these VIPs before
+  reserved_at_ = rt_->now();
   ++rotation_gen_;
   preinstall_sent_ = 0;
   all_batches_sent_ = false;
@@ -363,8 +380,30 @@ void Cpam::preinstall_confirmed(uint64_t gen) {
   if (preinstall_left_->load() == 0) commit();
 }
 
+// The earliest the rotation written "reserved" now can be published: a poll and a half in a
+// cluster (commit waits for it), and the pre-install batches' delays. Followers poll fast from
+// then until the publication.
+std::chrono::milliseconds Cpam::publication_lead() const {
+  const size_t batches = cfg_.batch_hosts == 0 ? 0 : (pending_.size() + cfg_.batch_hosts - 1) / cfg_.batch_hosts;
+  const auto batching = std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.batch_delay) *
+                        static_cast<int64_t>(batches == 0 ? 0 : batches - 1);
+  return std::max(cfg_.cluster_poll + cfg_.cluster_poll / 2, batching);
+}
+
 void Cpam::commit() {
   const auto now = rt_->now();
+  // Cluster: the publication waits until the followers have read the "reserved" write (a poll
+  // and a half after it); they poll fast from then on and apply the new epoch a few ms after
+  // this write, not up to a poll later (README "Cluster": epochs a poll apart). Run to
+  // completion (cooperative, no yield) publishes at once.
+  const bool run_to_completion = cfg_.mode == RuntimeMode::kCooperative && !cfg_.yield_between_batches;
+  const auto ready = reserved_at_ + cfg_.cluster_poll + cfg_.cluster_poll / 2;  // <= publication_lead()
+  if (svc_->clustered() && !run_to_completion && now < ready) {
+    rt_->call_after(shard_, ready - now, [this, gen = rotation_gen_] {
+      if (!stopped_ && gen == rotation_gen_ && !pending_.empty()) commit();
+    });
+    return;
+  }
   auto snap = life_->commit(now, tick_at_ + cfg_.rotation_interval);
   RotationRecord rec = life_->last();
   // Run to completion, the loop publishes before any barrier reply can be read on its thread:
