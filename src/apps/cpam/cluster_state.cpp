@@ -209,6 +209,7 @@ void Link::stop() {
   handoff_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (handoff_thread_.joinable()) handoff_thread_.join();
+  on_state_ = nullptr;  // the thread that called it is gone
 }
 
 bool Link::handoff_put(std::string key, std::string value, std::chrono::milliseconds ttl,

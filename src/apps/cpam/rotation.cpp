@@ -46,9 +46,11 @@ void Cpam::arm_engine(Clock::duration d, void (Cpam::*step)()) {
 void Cpam::engine_start() {
   if (svc_->clustered()) {
     // A follower until the cluster names this instance the rotation leader (cluster_poll).
-    svc_->start_cluster([svc = svc_, rt = rt_, shard = shard_] {
-      rt->post(shard, [svc, shard] {
-        if (Cpam* t = svc->instance(shard)) t->follow();
+    // Weak: the link belongs to the service (a strong capture would keep it alive forever).
+    svc_->start_cluster([ws = std::weak_ptr<CpamService>(svc_), rt = rt_, shard = shard_] {
+      rt->post(shard, [ws, shard] {
+        if (auto svc = ws.lock())
+          if (Cpam* t = svc->instance(shard)) t->follow();
       });
     });
     arm(cfg_.cluster_poll, &Cpam::cluster_poll);
