@@ -188,7 +188,7 @@ TEST(CpamShared, AFollowerReadsThePublicationAFewMsAfterTheReservedWrite) {
   // A "reserved" write that names its due time: no fast poll before it, then the same.
   const int64_t due = unix_ms() + 1500;
   ASSERT_LT(read_after_write(4, "reserved", due), 3000.0);
-  std::this_thread::sleep_for(milliseconds(std::max<int64_t>(0, due - 100 - unix_ms())));
+  std::this_thread::sleep_for(milliseconds(std::max<int64_t>(0, due - 300 - unix_ms())));
   EXPECT_EQ(link.counters().fast_polls, fast) << "fast polls before the due time";
   std::this_thread::sleep_for(milliseconds(std::max<int64_t>(0, due + 50 - unix_ms())));
   const double ms_due = read_after_write(5, "committed");

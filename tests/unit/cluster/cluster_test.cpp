@@ -503,6 +503,30 @@ TEST_F(ClusterTest, RedisGoneMasterDemotesItselfAtItsDeadline) {
   EXPECT_GE(a.c->counters().reconnects, 1u);
 }
 
+TEST_F(ClusterTest, AfterRedisComesBackEmptyTheSwitchesSpreadAgain) {
+  // Redis restarted with nothing in it (no replica, no persistence): every lease, member and
+  // generation is gone. Whoever reconnects first may take everything; balance spreads it again.
+  add("a");
+  add("b");
+  add("c");
+  connect_all(1, 6);
+  auto spread = [&] {
+    for (auto& n : nodes_)
+      if (n->c->masters().size() != 2) return false;
+    return one_master_each(1, 6);
+  };
+  ASSERT_TRUE(test::eventually(spread, milliseconds(8000)));
+  redis_.stop(true);
+  std::this_thread::sleep_for(milliseconds(1000));  // every master demotes itself at its deadline
+  ASSERT_TRUE(redis_.start()) << redis_.error();
+  const auto t0 = Clock::now();
+  bool ok = test::eventually(spread, milliseconds(10000));
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  std::printf("after Redis came back empty: 6 switches at 2/2/2 again after %.0f ms\n", ms);
+  for (auto& n : nodes_) std::printf("  %s masters %zu\n", n->c->instance_id().c_str(), n->c->masters().size());
+  EXPECT_TRUE(ok);
+}
+
 TEST_F(ClusterTest, DisconnectedSwitchGoesToAnotherAtOnce) {
   auto& a = add("a", false);
   a.c->switch_connected(1);
