@@ -26,9 +26,7 @@ void Histogram::record(uint64_t ns) {
   buckets_[bucket_of(ns)].fetch_add(1, std::memory_order_relaxed);
   count_.fetch_add(1, std::memory_order_relaxed);
   sum_.fetch_add(ns, std::memory_order_relaxed);
-  uint64_t m = max_.load(std::memory_order_relaxed);
-  while (ns > m && !max_.compare_exchange_weak(m, ns, std::memory_order_relaxed)) {
-  }
+  raise_max(max_, ns, std::memory_order_relaxed);
 }
 
 double Histogram::mean() const {

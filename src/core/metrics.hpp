@@ -18,6 +18,15 @@
 
 namespace sdn::core {
 
+// Raises `a` to `v` if `v` is larger (a largest-seen figure written from several threads; the
+// compare-exchange checks the value the first load read, so that load may be relaxed).
+template <class T>
+void raise_max(std::atomic<T>& a, T v, std::memory_order order = std::memory_order_seq_cst) {
+  T m = a.load(std::memory_order_relaxed);
+  while (v > m && !a.compare_exchange_weak(m, v, order)) {
+  }
+}
+
 // An app counter with a single writer (its shard) and any reader: relaxed load + store, no
 // read-modify-write on the hot path.
 struct ShardStat {

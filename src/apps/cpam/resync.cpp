@@ -119,9 +119,7 @@ bool Cpam::persist_vips(std::string_view phase, bool sync) {
     SDN_LOG_RATELIMITED(spdlog::level::err, "cpam: the VIP state ({}) was not committed to the archive in 1 s", phase);
   }
   const auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
-  uint64_t m = svc_->vips_sync_max_us_.load();
-  while (us > m && !svc_->vips_sync_max_us_.compare_exchange_weak(m, us)) {
-  }
+  core::raise_max(svc_->vips_sync_max_us_, us);
   return true;
 }
 
@@ -442,9 +440,7 @@ void Cpam::finish_resync(const std::shared_ptr<ResyncJob>& job, SwitchContext& s
   auto done = [svc = svc_, job, kept, deleted, added, rt = rt_](const southbound::BatchResult& r) {
     const auto us = std::chrono::duration_cast<std::chrono::microseconds>((rt ? rt->now() : Clock::now()) - job->t0).count();
     svc->resync_last_us_.store(static_cast<uint64_t>(us));
-    uint64_t m = svc->resync_max_us_.load();
-    while (static_cast<uint64_t>(us) > m && !svc->resync_max_us_.compare_exchange_weak(m, static_cast<uint64_t>(us))) {
-    }
+    core::raise_max(svc->resync_max_us_, static_cast<uint64_t>(us));
     if (!r.ok) {
       if (Cpam* t = svc->instance(rt->current_shard())) t->resync_errors_.inc();
     }

@@ -213,9 +213,7 @@ bool Cpam::write_shared(std::string_view phase) {
   const bool ok = store.fenced_set(shared::kRole, shared::kVipsKey, shared::encode_vips(s, svc_->dir_)) &&
                   store.fenced_set(shared::kRole, shared::kEpochKey, shared::encode_epoch(s));
   const auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
-  uint64_t m = svc_->shared_write_max_us_.load();
-  while (us > m && !svc_->shared_write_max_us_.compare_exchange_weak(m, us)) {
-  }
+  core::raise_max(svc_->shared_write_max_us_, us);
   if (!ok) {
     svc_->fenced_refused_.fetch_add(1);
     spdlog::error("cpam: the shared VIP state ({}, seq {}) was refused: another instance leads, or Redis is away",
@@ -269,9 +267,7 @@ void Cpam::apply_shared(const shared::SharedVips& s) {
     if (snap_ != nullptr && s.vips.time_ms > 0) {
       const int64_t lag = std::max<int64_t>(0, unix_now - s.vips.time_ms);
       svc_->epoch_lag_last_ms_.store(lag);
-      int64_t m = svc_->epoch_lag_max_ms_.load();
-      while (lag > m && !svc_->epoch_lag_max_ms_.compare_exchange_weak(m, lag)) {
-      }
+      core::raise_max(svc_->epoch_lag_max_ms_, lag);
     }
     distribute(life_->current());
     std::lock_guard lock(svc_->mu_);
