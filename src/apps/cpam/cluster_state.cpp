@@ -330,7 +330,8 @@ void Link::run() {
 Clock::duration Link::next_poll(bool& fast) const {
   const Clock::duration poll = cfg_.cluster_poll;
   fast = false;
-  if (!state_ || state_->phase != "reserved") return poll;
+  // The leader's own rotation: it publishes itself, nothing to wait for.
+  if (!state_ || state_->phase != "reserved" || state_->leader == instance_) return poll;
   const Clock::duration step = std::min<Clock::duration>(kFastPoll, poll);
   if (state_->due_ms == 0) {  // a leader that names no due time: fast from the reserved write on
     fast = Clock::now() - reserved_seen_ < kFastWindow;

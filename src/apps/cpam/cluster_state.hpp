@@ -129,10 +129,10 @@ class Link {
   void start(std::function<void()> on_state = {});
   void stop();
 
-  // While the newest state is a rotation's "reserved" write, its publication follows once the
-  // leader's pre-install is done, not before `due_ms` (at least a poll and a half after it): from
-  // kFastPoll before that time the epoch key is polled every kFastPoll until the publication is
-  // read, for at most preinstall_timeout + kFastWindow past it (kFastWindow after reading a
+  // While the newest state is another instance's "reserved" write, its publication follows once
+  // the leader's pre-install is done, not before `due_ms` (at least a poll and a half after it):
+  // from kFastPoll before that time the epoch key is polled every kFastPoll until the publication
+  // is read, for at most preinstall_timeout + kFastWindow past it (kFastWindow after reading a
   // "reserved" write that names no due time), so followers apply the new epoch a few ms after it.
   static constexpr std::chrono::milliseconds kFastPoll{5};
   static constexpr std::chrono::milliseconds kFastWindow{5000};

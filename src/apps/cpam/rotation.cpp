@@ -378,9 +378,9 @@ void Cpam::preinstall_confirmed(uint64_t gen) {
   if (preinstall_left_->load() == 0) commit();
 }
 
-// The earliest the rotation written "reserved" now can be published: a poll and a half in a
-// cluster (commit waits for it), and the pre-install batches' delays. Followers poll fast from
-// then until the publication.
+// The earliest the rotation written "reserved" can be published: a poll and a half in a cluster,
+// and the pre-install batches' delays (commit waits for both). The "reserved" write names it as
+// the due time; followers poll fast from then until the publication.
 std::chrono::milliseconds Cpam::publication_lead() const {
   const size_t batches = cfg_.batch_hosts == 0 ? 0 : (pending_.size() + cfg_.batch_hosts - 1) / cfg_.batch_hosts;
   const auto batching = std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.batch_delay) *
@@ -390,12 +390,12 @@ std::chrono::milliseconds Cpam::publication_lead() const {
 
 void Cpam::commit() {
   const auto now = rt_->now();
-  // Cluster: the publication waits until the followers have read the "reserved" write (a poll
-  // and a half after it); they poll fast from then on and apply the new epoch a few ms after
-  // this write, not up to a poll later (README "Cluster": epochs a poll apart). Run to
-  // completion (cooperative, no yield) publishes at once.
+  // Cluster: never before the due time the "reserved" write named (publication_lead after it),
+  // so the followers have read that write and poll fast when the publication comes: they apply
+  // the new epoch a few ms after this write, not up to a poll later. Run to completion
+  // (cooperative, no yield) publishes at once.
   const bool run_to_completion = cfg_.mode == RuntimeMode::kCooperative && !cfg_.yield_between_batches;
-  const auto ready = reserved_at_ + cfg_.cluster_poll + cfg_.cluster_poll / 2;  // <= publication_lead()
+  const auto ready = reserved_at_ + publication_lead();
   if (svc_->clustered() && !run_to_completion && now < ready) {
     rt_->call_after(shard_, ready - now, [this, gen = rotation_gen_] {
       if (!stopped_ && gen == rotation_gen_ && !pending_.empty()) commit();
