@@ -232,8 +232,32 @@ struct Cluster::Impl {
     auto it = told.find(dpid);
     if (it != told.end() && it->second.role == role && it->second.gen == gen) return;
     told[dpid] = Told{role, gen};
+    publish_switch(dpid);  // masters() and switches() agree with the sink from this call on
     std::lock_guard l(sink_mu);
     if (sink != nullptr) sink->set_role(dpid, role, gen, fresh);
+  }
+
+  // One switch's part of the snapshot (publish_snapshot does all of it once a loop).
+  void publish_switch(uint64_t d) {
+    std::lock_guard l(snap_mu);
+    if (auto o = owned.find(d); o != owned.end()) snap_masters[d] = o->second.gen;
+    else snap_masters.erase(d);
+    if (connected.count(d) == 0) {
+      snap_switches.erase(d);
+      return;
+    }
+    snap_switches[d] = switch_view(d);
+  }
+
+  SwitchView switch_view(uint64_t d) const {
+    SwitchView v;
+    if (auto t = told.find(d); t != told.end()) {
+      v.role = t->second.role;
+      v.gen = t->second.gen;
+    }
+    if (owned.count(d) != 0) v.owner = id;
+    else if (auto o = others.find(d); o != others.end()) v.owner = o->second.owner;
+    return v;
   }
 
   std::string proposal(uint64_t floor = 0) const {
@@ -694,16 +718,7 @@ struct Cluster::Impl {
     snap_masters.clear();
     for (const auto& o : owned) snap_masters[o.first] = o.second.gen;
     snap_switches.clear();
-    for (uint64_t d : connected) {
-      SwitchView v;
-      if (auto t = told.find(d); t != told.end()) {
-        v.role = t->second.role;
-        v.gen = t->second.gen;
-      }
-      if (owned.count(d) != 0) v.owner = id;
-      else if (auto o = others.find(d); o != others.end()) v.owner = o->second.owner;
-      snap_switches[d] = v;
-    }
+    for (uint64_t d : connected) snap_switches[d] = switch_view(d);
     snap_connected = link.connected();
     if (link.connected()) snap_address = link.address();
   }

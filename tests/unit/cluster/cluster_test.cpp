@@ -367,6 +367,60 @@ TEST_F(ClusterTest, GenerationsStayExactBeyondDoublePrecisionAndSurviveLostKeys)
   EXPECT_EQ(a.c->masters().at(9), uint64_t{9007199254741000});
 }
 
+// A sink that, whenever it is told a role, reads masters() from its own instance: an app
+// that asks the cluster what it masters right after being told must get the same answer.
+class AgreeingSink : public southbound::RoleSink {
+ public:
+  void set_role(uint64_t dpid, Role role, uint64_t gen, bool) override {
+    const auto m = cluster->masters();
+    const auto it = m.find(dpid);
+    const bool agrees = role == Role::kMaster ? it != m.end() && it->second == gen : it == m.end();
+    std::lock_guard l(mu);
+    ++told;
+    if (!agrees)
+      disagreements.push_back(std::to_string(dpid) + (role == Role::kMaster ? " master " : " slave ") +
+                              std::to_string(gen) + " but masters() says " +
+                              (it == m.end() ? "none" : std::to_string(it->second)));
+  }
+  Cluster* cluster = nullptr;
+  std::mutex mu;
+  int told = 0;
+  std::vector<std::string> disagreements;
+};
+
+TEST_F(ClusterTest, MastersAgreesWithTheSinkWhenTheSinkIsTold) {
+  AgreeingSink sa, sb;
+  auto ka = config("a"), kb = config("b");
+  Cluster a(ka), b(kb);
+  sa.cluster = &a;
+  sb.cluster = &b;
+  a.attach(&sa);
+  b.attach(&sb);
+  ASSERT_TRUE(a.start());
+  for (uint64_t d = 1; d <= 6; ++d) a.switch_connected(d);
+  ASSERT_TRUE(test::eventually([&] { return a.masters().size() == 6; }));
+  // b joins: balance hands three over (a told SLAVE, b told MASTER); a refusal from a switch
+  // makes a take a newer generation; then a stops and b takes the rest.
+  ASSERT_TRUE(b.start());
+  for (uint64_t d = 1; d <= 6; ++d) b.switch_connected(d);
+  ASSERT_TRUE(test::eventually([&] { return a.masters().size() == 3 && b.masters().size() == 3; },
+                               milliseconds(5000)));
+  const auto mine = a.masters();
+  a.mastership_refused(mine.begin()->first, mine.begin()->second + 7);
+  ASSERT_TRUE(test::eventually([&] {
+    auto m = a.masters();
+    return m.count(mine.begin()->first) != 0 && m.at(mine.begin()->first) >= mine.begin()->second + 8;
+  }));
+  a.stop();
+  ASSERT_TRUE(test::eventually([&] { return b.masters().size() == 6; }, milliseconds(5000)));
+  b.stop();
+  std::lock_guard la(sa.mu), lb(sb.mu);
+  EXPECT_GE(sa.told, 6 + 3 + 1 + 3);
+  EXPECT_GE(sb.told, 3 + 3);
+  for (const auto& d : sa.disagreements) ADD_FAILURE() << "a: " << d;
+  for (const auto& d : sb.disagreements) ADD_FAILURE() << "b: " << d;
+}
+
 TEST_F(ClusterTest, RefusedMastershipRereadsTheLease) {
   auto& a = add("a", false);
   a.c->switch_connected(3);
