@@ -232,7 +232,7 @@ struct Cluster::Impl {
     auto it = told.find(dpid);
     if (it != told.end() && it->second.role == role && it->second.gen == gen) return;
     told[dpid] = Told{role, gen};
-    publish_switch(dpid);  // masters() and switches() agree with the sink from this call on
+    publish_switch(dpid);  // masters() and the status JSON agree with the sink from this call on
     std::lock_guard l(sink_mu);
     if (sink != nullptr) sink->set_role(dpid, role, gen, fresh);
   }
