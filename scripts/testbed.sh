@@ -4,6 +4,10 @@
 # pairs, switch-to-switch links as OVS patch ports. Facts behind each choice: TESTBED.md.
 # Host n (1-based): 10.0.((n-1)/250).((n-1)%250+1)/16, MAC 00:00:00:00:HH:LL (n = 0xHHLL); the
 # manifest's pairs are h_i <-> h_(i+N/2), i = 1..N/2. Manifest, timings: docs/testbed.md.
+# IPv6 is disabled in every host unless --ipv6 (dual-stack): then host n's eth0 also has the ULA
+# fd00:5d::X/64 (X = n in hex, no DAD: usable at once) and its EUI-64 link-local
+# fe80::200:ff:fe00:X/64 (from the MAC; usable after DAD, ~1-2 s after 'up' returns).
+# Switch-side veth ends (OVS ports, root namespace) never get IPv6.
 #
 # usage: scripts/testbed.sh [options] COMMAND [args]
 #   up linear N          N switches in a chain, K hosts each (K = --hosts, default 1)
@@ -37,6 +41,10 @@
 #   --hosts K            hosts per edge switch (linear, tree)
 #   --cores C --aggs A --edges E --dual-homed   campus shape (see above)
 #   --manifest PATH      also write the JSON manifest here (TB_MANIFEST); always in the state dir
+#   --ipv6               up: dual-stack hosts (TB_IPV6=1): IPv6 on in every host namespace, eth0 gets
+#                        fd00:5d::X/64 (X = n in hex, nodad) and its EUI-64 link-local (see above);
+#                        recorded in the state dir (status, manifest "dual_stack", hosts' "ipv6",
+#                        "ipv6_ll"); 'up' does not wait for the link-local's DAD
 #   --resolver IP        up: every host namespace gets /etc/netns/NS/resolv.conf with "nameserver IP"
 #                        and "options timeout:1 attempts:2" (TB_RESOLVER); 'ip netns exec' (and so
 #                        'testbed.sh exec') bind-mounts it over /etc/resolv.conf; 'down' removes
@@ -56,6 +64,8 @@ FAIL_MODE=${TB_FAIL_MODE:-secure}
 HOSTS_PER_SWITCH=${TB_HOSTS:-}
 MANIFEST=${TB_MANIFEST:-}
 RESOLVER=${TB_RESOLVER:-}
+IPV6=${TB_IPV6:-0}     # 1: dual-stack hosts (--ipv6)
+IPV6_ULA=fd00:5d       # host n: ${IPV6_ULA}::<n in hex>/64
 NETNS_ETC=/etc/netns   # iproute2's per-namespace /etc overlay (ip netns exec bind-mounts its files)
 STATE_ROOT=${TB_STATE_DIR:-/run/sdnator-testbed}
 PING_COUNT=${TB_PING_COUNT:-5}
@@ -90,6 +100,7 @@ while (($#)); do
     --silent) SILENT=1; shift ;;
     --manifest) MANIFEST=$2; shift 2 ;;
     --resolver) RESOLVER=$2; shift 2 ;;
+    --ipv6) IPV6=1; shift ;;
     --count) PING_COUNT=$2; shift 2 ;;
     --json) JSON_OUT=$2; shift 2 ;;
     --quiet) QUIET=1; shift ;;
@@ -115,6 +126,7 @@ for _t in "${CONTROLLERS[@]}"; do
     || die "controller target '$_t' must be tcp:IP:PORT, ssl:IP:PORT or unix:PATH (or none alone)"
 done
 [[ $FAIL_MODE == secure || $FAIL_MODE == standalone ]] || die "--fail-mode: secure or standalone"
+[[ $IPV6 == 0 || $IPV6 == 1 ]] || die "TB_IPV6 must be 0 or 1 (or use --ipv6)"
 [[ $PING_COUNT =~ ^[0-9]+$ ]] && ((PING_COUNT >= 1)) || die "--count must be a number >= 1"
 if [[ -n $RESOLVER ]]; then
   _o='(0|[1-9][0-9]{0,2})'   # no leading zeros (resolv.conf would read them as octal)
@@ -162,6 +174,10 @@ add_host() {
   H_SW+=("$sw"); H_PORT+=("${NEXT_PORT[$sw]}")
   NEXT_PORT[$sw]=$((${NEXT_PORT[$sw]} + 1))
 }
+# host_ipv6 N: set IP6 (ULA) and LL (link-local) of host N, as the kernel derives it (EUI-64,
+# addr_gen_mode 0) from the MAC 00:00:00:00:HH:LL: the first byte with its universal/local bit
+# flipped (02), ff:fe in the middle, so fe80::0200:00ff:fe00:HHLL (N <= 4000 fits in HHLL).
+host_ipv6() { printf -v IP6 '%s::%x' "$IPV6_ULA" "$1"; printf -v LL 'fe80::200:ff:fe00:%x' "$1"; }
 add_link() {   # add_link SWA SWB
   local a=$1 b=$2
   L_A+=("$a"); L_AP+=("${NEXT_PORT[$a]}"); L_B+=("$b"); L_BP+=("${NEXT_PORT[$b]}")
@@ -269,6 +285,7 @@ load_state() {
   SHAPE=$(cat "$STATE_DIR/shape")
   DUAL_HOMED=$(cat "$STATE_DIR/dual_homed" 2>/dev/null || echo 0)
   RESOLVER=$(cat "$STATE_DIR/resolver" 2>/dev/null || true)
+  IPV6=$(cat "$STATE_DIR/ipv6" 2>/dev/null || echo 0)   # (absent: state of an older testbed.sh, IPv4 only)
   declare -gA LINK_CUT=()
   if [[ -f $CUT_TSV ]]; then
     while read -r a b; do LINK_CUT[$a]=$b; done <"$CUT_TSV"
@@ -295,8 +312,9 @@ write_manifest() {   # write_manifest PATH
     printf '{\n  "prefix": "%s",\n  "shape": "%s",\n  "controller": "%s",\n  "fail_mode": "%s",\n' \
       "$PREFIX" "$SHAPE" "$CONTROLLER" "$FAIL_MODE"
     printf '  "controllers": %s,\n' "$(IFS=, read -r -a _cs <<<"$CONTROLLER"; json_names "${_cs[@]}")"
-    printf '  "dual_homed": %s,\n  "expected_links": %d,\n  "resolver": %s,\n' \
-      "$( ((DUAL_HOMED)) && echo true || echo false)" "${#L_A[@]}" "$([[ -n $RESOLVER ]] && echo "\"$RESOLVER\"" || echo null)"
+    printf '  "dual_homed": %s,\n  "expected_links": %d,\n  "resolver": %s,\n  "dual_stack": %s,\n' \
+      "$( ((DUAL_HOMED)) && echo true || echo false)" "${#L_A[@]}" "$([[ -n $RESOLVER ]] && echo "\"$RESOLVER\"" || echo null)" \
+      "$( ((IPV6)) && echo true || echo false)"
     printf '  "tiers": {"core": %s, "aggregation": %s, "edge": %s},\n' \
       "$(json_names "${cores[@]+"${cores[@]}"}")" "$(json_names "${aggs[@]+"${aggs[@]}"}")" \
       "$(json_names "${edges[@]+"${edges[@]}"}")"
@@ -309,10 +327,13 @@ write_manifest() {   # write_manifest PATH
     done
     printf '  ],\n  "hosts": [\n'
     last=$((${#H_NAME[@]} - 1))
+    local v6=""
     for i in "${!H_NAME[@]}"; do
       sep=,; ((i < last)) || sep=
-      printf '    {"name": "%s", "netns": "%s", "iface": "eth0", "ip": "%s", "prefix_len": %d, "mac": "%s", "switch": "%s", "port": %d, "switch_iface": "%s"}%s\n' \
-        "${H_NAME[$i]}" "${H_NS[$i]}" "${H_IP[$i]}" "$PREFIX_LEN" "${H_MAC[$i]}" "${H_SW[$i]}" "${H_PORT[$i]}" \
+      # dual-stack: the host's IPv6 addresses on eth0 (both /64), derived from n as in host_ipv6.
+      if ((IPV6)); then host_ipv6 "${H_NAME[$i]#h}"; v6=", \"ipv6\": \"$IP6\", \"ipv6_ll\": \"$LL\", \"ipv6_prefix_len\": 64"; fi
+      printf '    {"name": "%s", "netns": "%s", "iface": "eth0", "ip": "%s", "prefix_len": %d%s, "mac": "%s", "switch": "%s", "port": %d, "switch_iface": "%s"}%s\n' \
+        "${H_NAME[$i]}" "${H_NS[$i]}" "${H_IP[$i]}" "$PREFIX_LEN" "$v6" "${H_MAC[$i]}" "${H_SW[$i]}" "${H_PORT[$i]}" \
         "${H_SW[$i]}-eth${H_PORT[$i]}" "$sep"
     done
     printf '  ],\n  "links": [\n'
@@ -379,6 +400,7 @@ cmd_up() {
   need_root "testbed.sh up"
   need_cmds ip ovs-vsctl ethtool sysctl
   ovs-vsctl --timeout=5 show >/dev/null 2>&1 || die "Open vSwitch is not running (scripts/ovs.sh start)"
+  ((IPV6 == 0)) || [[ -d /proc/sys/net/ipv6 ]] || die "--ipv6: this kernel has no IPv6 (/proc/sys/net/ipv6 missing; ipv6.disable=1?)"
   local t0 i n sw phases=() tp
   t0=$(now_ms); tp=$t0
   # phase NAME: append "NAME <ms since the previous phase>" to the timing line printed at the end.
@@ -420,6 +442,7 @@ cmd_up() {
   echo "$FAIL_MODE" >"$STATE_DIR/fail_mode"
   echo "$SHAPE" >"$STATE_DIR/shape"
   echo "$DUAL_HOMED" >"$STATE_DIR/dual_homed"
+  echo "$IPV6" >"$STATE_DIR/ipv6"
   [[ -z $RESOLVER ]] || echo "$RESOLVER" >"$STATE_DIR/resolver"
   for i in "${!H_NAME[@]}"; do
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "${H_NAME[$i]}" "${H_NS[$i]}" "${H_IP[$i]}" "${H_MAC[$i]}" "${H_SW[$i]}" "${H_PORT[$i]}"
@@ -451,14 +474,32 @@ cmd_up() {
   # 2. Inside each host, before any link is up (so no router solicitation, MLD or DAD packets):
   #    IPv6 off (/proc/sys/net is the namespace's own); TX checksum offload off (TCP through the userspace datapath needs it); address; up.
   #    Up to 4 hosts are configured at once.
-  for i in "${!H_NS[@]}"; do printf '%s %s/%s\n' "${H_NS[$i]}" "${H_IP[$i]}" "$PREFIX_LEN"; done \
-    | xargs -P 4 -L 1 sh -c 'ip netns exec "$0" sh -c "
-        echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 && echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6 &&
+  #    --ipv6 (dual-stack): IPv6 explicitly on (all, default, eth0) and eth0's addr_gen_mode 0
+  #    (EUI-64 link-local from the MAC; a new namespace's defaults, made explicit), plus the ULA
+  #    with nodad (usable at once). The link-local's DAD starts when the switch end comes up
+  #    (carrier, step 3) and 'up' does not wait for it: ~1-2 s (docs/testbed.md). Hosts then
+  #    send what dual-stack hosts send (router solicitations, MLD reports, DAD probes).
+  if ((IPV6)); then
+    for i in "${!H_NS[@]}"; do
+      host_ipv6 "${H_NAME[$i]#h}"
+      printf '%s %s/%s %s/64\n' "${H_NS[$i]}" "${H_IP[$i]}" "$PREFIX_LEN" "$IP6"
+    done | xargs -P 4 -L 1 sh -c 'ip netns exec "$0" sh -c "
+        echo 0 >/proc/sys/net/ipv6/conf/all/disable_ipv6 && echo 0 >/proc/sys/net/ipv6/conf/default/disable_ipv6 &&
+        echo 0 >/proc/sys/net/ipv6/conf/eth0/disable_ipv6 && echo 0 >/proc/sys/net/ipv6/conf/eth0/addr_gen_mode &&
         ethtool -K eth0 tx off >/dev/null &&
-        printf \"link set lo up\naddr add $1 dev eth0\nlink set eth0 up\n\" | ip -batch -" \
-        || { echo "host $0: configuration failed (sysctl, ethtool -K eth0 tx off or ip)" >&2; exit 255; }'
+        printf \"link set lo up\naddr add $1 dev eth0\naddr add $2 dev eth0 nodad\nlink set eth0 up\n\" | ip -batch -" \
+        || { echo "host $0: configuration failed (IPv6 sysctls, ethtool -K eth0 tx off or ip)" >&2; exit 255; }'
+  else
+    for i in "${!H_NS[@]}"; do printf '%s %s/%s\n' "${H_NS[$i]}" "${H_IP[$i]}" "$PREFIX_LEN"; done \
+      | xargs -P 4 -L 1 sh -c 'ip netns exec "$0" sh -c "
+          echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 && echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6 &&
+          ethtool -K eth0 tx off >/dev/null &&
+          printf \"link set lo up\naddr add $1 dev eth0\nlink set eth0 up\n\" | ip -batch -" \
+          || { echo "host $0: configuration failed (sysctl, ethtool -K eth0 tx off or ip)" >&2; exit 255; }'
+  fi
   phase "hosts"
-  # 3. Switch-side ends: IPv6 off (the root namespace keeps its defaults), then up.
+  # 3. Switch-side ends: IPv6 off (the root namespace keeps its defaults), then up. Also with
+  #    --ipv6: these are switch ports, not hosts.
   local keys=()
   for i in "${!H_NS[@]}"; do keys+=("net.ipv6.conf.${H_SW[$i]}-eth${H_PORT[$i]}.disable_ipv6=1"); done
   sysctl -q -w "${keys[@]}"
@@ -478,7 +519,8 @@ cmd_up() {
     detail=" ($CORES core, $AGGS aggregation, $EDGES edge, $( ((DUAL_HOMED)) && echo dual-homed || echo single-homed))"
   fi
   log "testbed '$PREFIX' up: $SHAPE$detail, ${#SW[@]} switches, ${#H_NAME[@]} hosts, ${#L_A[@]} patch links," \
-      "${#P_A[@]} pairs, controller $CONTROLLER, fail_mode $FAIL_MODE${RESOLVER:+, resolver $RESOLVER}" \
+      "${#P_A[@]} pairs, controller $CONTROLLER, fail_mode $FAIL_MODE${RESOLVER:+, resolver $RESOLVER}," \
+      "$(stack_desc)" \
       "($(fmt_ms $(($(now_ms) - t0))))"
   local ph; ph=$(printf '%s, ' "${phases[@]}"); log "up phases: ${ph%, }"
   log "manifest: ${MANIFEST:-$STATE_DIR/manifest.json}"
@@ -589,9 +631,15 @@ connected_count() {
   echo "$c ${#SW[@]}"
 }
 
+# stack_desc: the hosts' address families, for up's and status's summary lines.
+stack_desc() {
+  if ((IPV6)); then echo "dual-stack (IPv4 + IPv6: $IPV6_ULA::X/64 and EUI-64 link-local on each eth0)"
+  else echo "IPv4 only (IPv6 disabled in hosts)"; fi
+}
+
 cmd_status() {
   load_state
-  echo "testbed '$PREFIX': $SHAPE, controller $CONTROLLER${RESOLVER:+, resolver $RESOLVER}, state $STATE_DIR"
+  echo "testbed '$PREFIX': $SHAPE, controller $CONTROLLER${RESOLVER:+, resolver $RESOLVER}, $(stack_desc), state $STATE_DIR"
   local i sw st uuid ok=0
   for i in "${!SW[@]}"; do
     sw=${SW[$i]}
@@ -613,8 +661,10 @@ cmd_status() {
   done
   for i in "${!H_NAME[@]}"; do
     if [[ -e /run/netns/${H_NS[$i]} ]]; then
-      printf '  host   %-5s netns %-11s %-11s %s on %s port %s\n' "${H_NAME[$i]}" "${H_NS[$i]}" "${H_IP[$i]}" \
-        "${H_MAC[$i]}" "${H_SW[$i]}" "${H_PORT[$i]}"
+      IP6="" LL=""
+      ((IPV6 == 0)) || { host_ipv6 "${H_NAME[$i]#h}"; IP6=" $IP6"; LL=" $LL"; }
+      printf '  host   %-5s netns %-11s %-11s %s on %s port %s%s%s\n' "${H_NAME[$i]}" "${H_NS[$i]}" "${H_IP[$i]}" \
+        "${H_MAC[$i]}" "${H_SW[$i]}" "${H_PORT[$i]}" "$IP6" "$LL"
     else
       printf '  host   %-5s MISSING (netns %s)\n' "${H_NAME[$i]}" "${H_NS[$i]}"; ok=1
     fi

@@ -12,6 +12,11 @@
 #  5. An 'up' that fails half-way (an OVS port with one of the fabric's patch-port names, created
 #     here beforehand, makes the OVSDB transaction fail after namespaces and veths exist) exits
 #     non-zero and removes everything it made, state dir included.
+#  6. Dual-stack hosts: a loop-free 'up tree 2 --hosts 5 --ipv6 --fail-mode standalone' (10 hosts,
+#     so h10 shows X in hex): manifest and state say dual-stack; each host has IPv6 on, eth0
+#     carries its ULA fd00:5d::X/64 (usable at once: nodad) and its EUI-64 link-local; switch-side
+#     veths keep IPv6 off; ping -6 h1 <-> h10 (across the root switch) between the ULAs right
+#     after 'up', and between the link-locals (%eth0) once their DAD is done.
 source "$(dirname "$0")/lib.sh" "$@"
 
 TBN=("${TB[@]}" --controller none)
@@ -68,7 +73,8 @@ python3 - "$MAN" >"$IT_WORK/manifest.tsv" <<'EOF' || fail "manifest is not the e
 import json, sys
 m = json.load(open(sys.argv[1]))
 out = lambda *f: print(*f, sep="\t")
-out("meta", m["prefix"], m["shape"], m["dual_homed"], m["expected_links"], m["fail_mode"], m["controller"])
+out("meta", m["prefix"], m["shape"], m["dual_homed"], m["expected_links"], m["fail_mode"], m["controller"], m["dual_stack"])
+out("v6hosts", sum(1 for h in m["hosts"] if "ipv6" in h or "ipv6_ll" in h))
 for t in ("core", "aggregation", "edge"): out("tier", t, " ".join(m["tiers"][t]))
 for s in m["switches"]: out("switch", s["name"], s["dpid"], s["dpid_int"], s["datapath_type"], s["protocols"], s["tier"])
 for h in m["hosts"]:
@@ -81,7 +87,8 @@ SWITCHES=() HOSTS=() LINKS=() PAIRS=()
 declare -A TIER=()
 while IFS=$'\t' read -r kind rest; do
   case $kind in
-    meta) IFS=$'\t' read -r m_prefix m_shape m_dual m_links m_fail m_ctrl <<<"$rest" ;;
+    meta) IFS=$'\t' read -r m_prefix m_shape m_dual m_links m_fail m_ctrl m_dstack <<<"$rest" ;;
+    v6hosts) m_v6hosts=$rest ;;
     tier) IFS=$'\t' read -r t names <<<"$rest"; TIER[$t]=$names ;;
     switch) SWITCHES+=("$rest") ;;
     host) HOSTS+=("$rest") ;;
@@ -96,6 +103,12 @@ want "shape" "$m_shape" "campus 16"
 want "dual_homed" "$m_dual" "True"
 want "fail_mode" "$m_fail" "secure"
 want "controller" "$m_ctrl" "none"
+want "dual_stack (no --ipv6)" "$m_dstack" "False"
+want "hosts with ipv6/ipv6_ll fields (no --ipv6)" "$m_v6hosts" 0
+want "state: ipv6" "$(cat "$STATE/ipv6")" 0
+"${TBN[@]}" status >"$IT_WORK/status.txt" || fail "status failed"
+want "status: address families" "$(head -1 "$IT_WORK/status.txt" | grep -o 'IPv4 only (IPv6 disabled in hosts)')" \
+  "IPv4 only (IPv6 disabled in hosts)"
 want "tiers.core" "${TIER[core]}" "${S}s1"
 want "tiers.aggregation" "${TIER[aggregation]}" "${S}s2 ${S}s3"
 want "tiers.edge" "${TIER[edge]}" "${S}s4 ${S}s5 ${S}s6 ${S}s7"
@@ -318,5 +331,75 @@ ovs-vsctl --timeout=5 del-br "$CLASH_BR" || fail "could not remove $CLASH_BR"
 left=$(leftovers)
 [[ -z $left ]] || fail "left behind: $(tr '\n' ' ' <<<"$left")"
 "${TBN[@]}" down >/dev/null 2>&1 || fail "down after the failed up failed"
+
+# ---------------------------------------------------------------- 6. dual-stack hosts (--ipv6)
+step "up tree 2 --hosts 5 --ipv6 --fail-mode standalone (loop-free, no controller): dual-stack hosts"
+t0=$(now_ms)
+"${TBN[@]}" --fail-mode standalone --ipv6 --manifest "$MAN" up tree 2 --hosts 5 || fail "testbed up --ipv6 failed"
+t_up=$(now_ms)
+# ping6_replies SRC DST: replies to 'ping -6 -c 2' from namespace SRC to DST (e.g. fe80::1%eth0).
+ping6_replies() { ip netns exec "$1" ping -6 -n -c 2 -i 0.2 -W 2 "$2" 2>&1 | awk '/ received/ { print $4 }' || true; }
+# At once, before anything else (DAD would keep an address tentative for at least 1 s): no ULA
+# may be tentative, and h1 reaches h10's ULA (fd00:5d::a; the manifest is checked below).
+tent_now=$(for k in $(seq 1 10); do ip -n "${S}h$k" -o -6 addr show dev eth0 scope global tentative; done | wc -l)
+ula_now=$(ping6_replies "${S}h1" fd00:5d::a)
+step "up --ipv6 took $(fmt_ms $((t_up - t0))); right after it: $tent_now tentative ULAs, ping -6 h1 -> h10 ULA $ula_now/2 replies"
+want "ULAs tentative right after up (nodad)" "$tent_now" 0
+want "ping -6 h1 -> h10 ULA fd00:5d::a right after up" "$ula_now" 2
+python3 - "$MAN" >"$IT_WORK/manifest6.tsv" <<'EOF' || fail "dual-stack manifest is not the expected JSON"
+import json, sys
+m = json.load(open(sys.argv[1]))
+print("meta", m["dual_stack"], len(m["hosts"]), sep="\t")
+for h in m["hosts"]:
+    print("host", h["name"], h["netns"], h["ip"], h["ipv6"], h["ipv6_ll"], h["ipv6_prefix_len"], h["switch_iface"], sep="\t")
+EOF
+HOSTS6=()
+while IFS=$'\t' read -r kind rest; do
+  case $kind in
+    meta) IFS=$'\t' read -r m_dstack m_nhosts <<<"$rest" ;;
+    host) HOSTS6+=("$rest") ;;
+  esac
+done <"$IT_WORK/manifest6.tsv"
+want "dual_stack (--ipv6)" "$m_dstack" "True"
+want "host count (tree 2 --hosts 5)" "$m_nhosts" 10
+want "h10's ULA and link-local (X in hex)" "$(cut -f4,5 <<<"${HOSTS6[9]}")" $'fd00:5d::a\tfe80::200:ff:fe00:a'
+want "state: ipv6" "$(cat "$STATE/ipv6")" 1
+"${TBN[@]}" status >"$IT_WORK/status.txt" || fail "status failed"
+want "status: address families" "$(head -1 "$IT_WORK/status.txt" | grep -o 'dual-stack (IPv4 + IPv6')" "dual-stack (IPv4 + IPv6"
+n=0
+for h in "${HOSTS6[@]}"; do
+  n=$((n + 1))
+  IFS=$'\t' read -r name ns ip ula ll plen6 swif <<<"$h"
+  want "$name ipv6 (manifest)" "$ula/$plen6" "$(printf 'fd00:5d::%x' "$n")/64"
+  want "$name ipv6_ll (manifest: EUI-64 of the MAC)" "$ll" "$(printf 'fe80::200:ff:fe00:%x' "$n")"
+  want "$name IPv6 enabled (all)" "$(ip netns exec "$ns" cat /proc/sys/net/ipv6/conf/all/disable_ipv6)" 0
+  want "$name IPv6 enabled (eth0)" "$(ip netns exec "$ns" cat /proc/sys/net/ipv6/conf/eth0/disable_ipv6)" 0
+  want "$name eth0 addr_gen_mode (EUI-64)" "$(ip netns exec "$ns" cat /proc/sys/net/ipv6/conf/eth0/addr_gen_mode)" 0
+  want "$name IPv4 on eth0" "$(ip -n "$ns" -o -4 addr show dev eth0 | awk '{ print $4 }')" "$ip/16"
+  want "$name global IPv6 on eth0" "$(ip -n "$ns" -o -6 addr show dev eth0 scope global | awk '{ print $4 }' | paste -sd' ')" "$ula/64"
+  want "$name link-local on eth0" "$(ip -n "$ns" -o -6 addr show dev eth0 scope link | awk '{ print $4 }' | paste -sd' ')" "$ll/64"
+  want "$name ULA added with nodad" "$(ip -n "$ns" -o -6 addr show dev eth0 scope global | grep -c ' nodad')" 1
+  want "$name tx checksum offload" "$(ip netns exec "$ns" ethtool -k eth0 | awk -F': ' '/^tx-checksumming:/ { print $2 }')" off
+  want "$swif (switch side) IPv6 disabled" "$(sysctl -n "net.ipv6.conf.$swif.disable_ipv6")" 1
+  want "$swif (switch side) IPv6 addresses" "$(ip -o -6 addr show dev "$swif" | wc -l)" 0
+done
+IFS=$'\t' read -r _ ns1 _ ula1 ll1 _ <<<"${HOSTS6[0]}"
+IFS=$'\t' read -r _ ns2 _ _ ll2 _ <<<"${HOSTS6[9]}"
+want "ping -6 h10 -> h1 ULA $ula1" "$(ping6_replies "$ns2" "$ula1")" 2
+# The link-locals are tentative until DAD ends (~1-2 s after the switch ends come up); 'up' does not wait.
+until [[ -z $(ip -n "$ns1" -6 addr show dev eth0 tentative; ip -n "$ns2" -6 addr show dev eth0 tentative) ]]; do
+  (($(now_ms) - t_up < 10000)) || fail "link-locals still tentative 10 s after up"
+  sleep 0.05
+done
+step "link-locals no longer tentative $(fmt_ms $(($(now_ms) - t_up))) after up returned (first looked after the checks and ULA pings)"
+want "DAD failures" "$(ip -n "$ns1" -6 addr show dadfailed; ip -n "$ns2" -6 addr show dadfailed)" ""
+want "ping -6 h1 -> h10 link-local $ll2%eth0" "$(ping6_replies "$ns1" "$ll2%eth0")" 2
+want "ping -6 h10 -> h1 link-local $ll1%eth0" "$(ping6_replies "$ns2" "$ll1%eth0")" 2
+step "dual-stack: both addresses on each eth0, ULA and link-local pings answered ($(fmt_ms $(($(now_ms) - t0))) since up started)"
+"${TBN[@]}" down || fail "down (dual-stack tree) failed"
+left=$(leftovers)
+[[ -z $left ]] || fail "left behind after down: $(tr '\n' ' ' <<<"$left")"
+[[ ! -e $STATE ]] || fail "state dir $STATE still exists after down"
+CHECKS=$((CHECKS + 2))
 
 step "PASS ($CHECKS checks)"
