@@ -18,13 +18,16 @@ manifest pair (h_i -> h_{i+N/2}) does the same five phases, with a settling time
 The controller's CPU %, RSS and thread count are sampled every 0.5 s throughout. Then the
 defense-effectiveness phase: an attacker host scans the VIP range (nmap and sdnator-session scan),
 then re-probes what it found until 3 rotations have passed, for a static network (CPAM off) and a
-few rotation intervals. Output layout: eval/SCHEMA.md; eval/report.py turns it into the report.
+few rotation intervals; with CPAM the attacker also adds an address in no protected list
+(10.0.200.1) and scans the real /16 from it, which must find no real address. Output layout:
+eval/SCHEMA.md; eval/report.py turns it into the report.
 
 Run as root through eval/run.sh (which installs and builds first). See eval/README.md.
 """
 import argparse
 import csv
 import datetime
+import ipaddress
 import json
 import math
 import os
@@ -47,6 +50,12 @@ TESTBED = os.path.join(ROOT, "scripts", "testbed.sh")
 DNS_IP, ZONE, VIP_RANGE = "10.0.255.253", "cpam.lan", "10.0.128.0/18"
 ECHO_PORT, IPERF_PORT, SCAN_PORT = 5000, 5201, 5000
 GRACE_ACCEPT_MS = 5000   # [cpam] grace_accept_ms default: a retired VIP binds new sessions this long
+# The "unlisted source" scan (CPAM configs): the attacker adds an address of its own choosing that
+# is in no protected list and scans the real /16 from it. 10.0.200.1 collides with nothing the
+# testbed or CPAM hands out: hosts are 10.0.X.Y with X = (n-1)//250 <= 15 (at most 4000 hosts,
+# scripts/testbed.sh), VIPs are in VIP_RANGE (10.0.128-191.x), the DNS is 10.0.255.253;
+# unlisted_scan() checks this against the manifest before it adds the address.
+UNLISTED_SRC, UNLISTED_RANGE = "10.0.200.1", "10.0.0.0/16"
 
 # Scales: "small" is what CI runs (correctness only), "paper" the paper's configuration.
 SCALES = {
@@ -739,6 +748,86 @@ def probe_scan(c, attacker, d, tag, cidr=None, targets=None, timeout_ms=600, par
     return sorted(x["address"] for x in j["alive_list"]), took
 
 
+def gnmap(path):
+    """nmap -oG output: ({address with status Up}, {address with an open or closed port})."""
+    up, answered = set(), set()
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"Host: (\S+) .*Status: Up", line)
+            if m:
+                up.add(m.group(1))
+            m = re.match(r"Host: (\S+) .*Ports: \d+/(open|closed)/", line)
+            if m:
+                answered.add(m.group(1))
+    return up, answered
+
+
+def unlisted_scan(c, attacker, d, source=UNLISTED_SRC, cidr=UNLISTED_RANGE):
+    """The attacker walks around the address mutation: it adds `source` (in no protected list) to
+    its eth0 and scans the block of the hosts' REAL addresses from it, as an attacker would:
+    first an ARP discovery sweep (nmap -sn: on the local segment, as root, nmap's host discovery
+    is ARP), then a SYN scan of SCAN_PORT on whatever answered. The defense holds when no real
+    address of a protected host is found. The address is always removed again.
+
+    Speed (the added time per CPAM config): with nothing answering, nmap's ARP sweep is bound by
+    its wait per host group, not the wire: groups of 4,096 addresses, 200 ms initial ARP timeout
+    (nmap 7.93: groups of 251 unanswered addresses took 0.22 s each between two namespaces). With
+    --min-rate 20000 --max-retries 0 a group is sent in ~0.2 s, so a /16 (16 groups) takes
+    ~16 x 0.4 s: 8.5 s measured on the small campus, nothing answering (2026-12-04, sweep + no SYN
+    step; on a static fabric, where all 15 other hosts answered, 8.6 s with the SYN step; nmap's
+    default timing and retries take far longer). The
+    price of no retry: each address is asked once, so an ARP request lost in the fabric (20,000 a
+    second through userspace OVS) would hide that one address; a defense that lets the source
+    through shows up as many addresses, not one. The SYN scan (-Pn, 1 retry: only the addresses
+    the sweep found) runs only if the sweep found any. Returns the "unlisted" entry of
+    effect.json; raises EvalError if a scan fails or the source collides with a testbed address."""
+    net = ipaddress.ip_network(cidr)
+    src = ipaddress.ip_address(source)
+    me = c.hosts[attacker]
+    on_link = ipaddress.ip_network(f"{me['ip']}/{me['prefix_len']}", strict=False)
+    real = {h["ip"] for n, h in c.hosts.items() if n != attacker}
+    taken = {h["ip"] for h in c.hosts.values()} | {DNS_IP}
+    if source in taken or src in ipaddress.ip_network(VIP_RANGE) or src not in on_link or not net.subnet_of(on_link):
+        raise EvalError(f"unlisted source {source}: collides with a testbed address or the VIP range, "
+                        f"or it or {cidr} is not on the attacker's link {on_link}")
+    ns, addr = c.ns(attacker), f"{source}/{on_link.prefixlen}"
+    own = {me["ip"], source}
+    sweep = ["nmap", "-n", "-sn", "-e", "eth0", "-S", source, "--min-rate", 20000, "--max-retries", 0]
+    syn = ["nmap", "-n", "-sS", "-Pn", "-p", SCAN_PORT, "-e", "eth0", "-S", source, "--max-retries", 1]
+    res = {"source": source, "range": cidr,
+           "scanner": " ".join(map(str, sweep + [cidr])) + "; then " + " ".join(map(str, syn + ["<up>"]))}
+    run(netns(ns, "ip", "addr", "add", addr, "dev", "eth0"), timeout=10)
+    try:
+        t = time.monotonic()
+        out = os.path.join(d, "nmap.unlisted-sweep.txt")
+        with open(out, "w") as f:
+            r = subprocess.run(netns(ns, *sweep, "-oG", "-", cidr), stdout=f, stderr=subprocess.STDOUT, timeout=300)
+        if r.returncode != 0:
+            raise EvalError(f"unlisted-source nmap sweep exited {r.returncode} (see {out})")
+        up, _ = gnmap(out)
+        up -= own
+        answered = set()
+        if up:
+            out = os.path.join(d, "nmap.unlisted-syn.txt")
+            with open(out, "w") as f:
+                r = subprocess.run(netns(ns, *syn, "-oG", "-", *sorted(up, key=ipaddress.ip_address)),
+                                   stdout=f, stderr=subprocess.STDOUT, timeout=300)
+            if r.returncode != 0:
+                raise EvalError(f"unlisted-source nmap SYN scan exited {r.returncode} (see {out})")
+            _, answered = gnmap(out)
+            answered -= own
+        res["scan_s"] = round(time.monotonic() - t, 2)
+    finally:
+        rm = run(netns(ns, "ip", "addr", "del", addr, "dev", "eth0"), timeout=10, check=False)
+        if rm.returncode != 0:
+            log(f"could not remove {addr} from {attacker}: {rm.stderr.strip()}")
+    key = ipaddress.ip_address
+    res.update({"up": len(up), "port_answered": len(answered),
+                "found_real": sorted((up | answered) & real, key=key),
+                "up_list": sorted(up, key=key)[:50], "address_removed": rm.returncode == 0})
+    return res
+
+
 def true_targets(c, attacker, cpam):
     """The addresses that are really the hosts right now: current VIPs from the controller's DNS
     (asked from the attacker's namespace, as any client would), or the real addresses."""
@@ -844,6 +933,17 @@ def effect_config(cfg, out, label, interval_ms):
 
         scans = [cycle("probe"), cycle("nmap")]
         res["scans"] = scans
+        if cpam:
+            log(f"[effect {tag}] attacker {attacker} adds {UNLISTED_SRC} and scans {UNLISTED_RANGE} from it")
+            u = res["unlisted"] = unlisted_scan(c, attacker, d)
+            log(f"[effect {tag}] unlisted source: {u['scan_s']} s, {u['up']} up, real addresses found: "
+                f"{len(u['found_real'])}")
+            if u["found_real"]:
+                res["problems"].append(f"defense failed: from the unlisted source {u['source']} a scan of "
+                                       f"{u['range']} found {len(u['found_real'])} real addresses of protected "
+                                       f"hosts ({', '.join(u['found_real'][:10])}{' ...' if len(u['found_real']) > 10 else ''})")
+            if not u["address_removed"]:
+                res["problems"].append(f"could not remove {u['source']} from {attacker} after the unlisted-source scan")
         if not c.alive():
             res["problems"].append("sdnator died during the phase")
     except (EvalError, subprocess.TimeoutExpired) as e:
@@ -1014,9 +1114,13 @@ def run_all(cfg, out):
     if not cfg.no_effect:
         doc = effect_phase(cfg, out)
         for r in doc["configs"]:
-            if r["problems"] or len(r["scans"]) != 2:
+            if r["problems"] or len(r["scans"]) != 2 or (r["cpam"] and "unlisted" not in r):
                 failed += 1
                 log(f"effect {r['label']}: PROBLEMS {r['problems']}")
+            u = r.get("unlisted")
+            if u:
+                log(f"effect {r['label']} unlisted source {u['source']}: scan of {u['range']} {u.get('scan_s')} s, "
+                    f"{u['up']} up, {len(u['found_real'])} real addresses found")
             for s in r["scans"]:
                 log(f"effect {r['label']} {s['scanner']}: scan {s['scan_s']} s found {s['found']} "
                     f"({s['correct']} of {s['true_targets']} real), after {[(a['rotations'], a['fraction']) for a in s['after']]}, "

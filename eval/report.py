@@ -360,8 +360,19 @@ def summarise_effect(effect):
                 "final_fraction": pts[-1][1] if pts else None,
                 "final_t_s": pts[-1][0] if pts else None,
             })
+        u = cfg.get("unlisted")
+        if isinstance(u, dict):   # CPAM configs: the scan of the real /16 from an unlisted source
+            fr = u.get("found_real")
+            c["unlisted"] = {k: u.get(k) for k in ("source", "range", "scanner", "scan_s", "up")}
+            c["unlisted"]["found_real"] = [text_of(x) for x in fr] if isinstance(fr, list) else None
+            c["unlisted"]["found_real_n"] = len(fr) if isinstance(fr, list) else None
         out["configs"].append(c)
     return out
+
+
+def unlisted_of(summary):
+    """(config, its unlisted-source summary) for every config that has one."""
+    return [(c, c["unlisted"]) for c in (summary or {}).get("configs", []) if isinstance(c.get("unlisted"), dict)]
 
 
 def fmt_worthless(s):
@@ -398,6 +409,17 @@ def effect_sentences(summary):
         if done:
             txt += f", the latest {fmt_s(max(done))} s after the scan"
         parts.append(txt)
+    un = [(c, u) for c, u in unlisted_of(summary) if num(u.get("found_real_n")) is not None]
+    if un:
+        leaked = [(c, u) for c, u in un if u["found_real_n"]]
+        rng = text_of(un[0][1].get("range"))
+        if leaked:
+            parts.append("a scan of the real " + rng + " from an unlisted source found real addresses in "
+                         + ", ".join(f"{text_of(c.get('label'))} ({fmt_int(u['found_real_n'])})" for c, u in leaked)
+                         + ": the defense failed there")
+        else:
+            parts.append(f"a scan of the real {rng} from an unlisted source found no real address "
+                         f"in any of the {len(un)} CPAM configurations")
     sentences = []
     if parts:
         text = "; ".join(parts)
@@ -472,7 +494,8 @@ def method_paragraph(params, modes, effect):
     if effect is not None:
         text += (" A separate effectiveness phase then scans the VIP range from an attacker host, "
                  "once per configuration (static addresses and CPAM at several rotation intervals), "
-                 "and re-probes what each scan found as the addresses rotate.")
+                 "and re-probes what each scan found as the addresses rotate; with CPAM the attacker "
+                 "also adds an address of its own choosing and scans the hosts' real addresses from it.")
     return text
 
 
@@ -662,6 +685,25 @@ def effect_lines(effect, summary):
     if any(s["after"] for c in summary["configs"] if c.get("cpam") is False for s in c["scans"]):
         lines += ["Without CPAM no address rotates: its \"after k rotations\" entries are the points "
                   "effect.json reports for that k, for comparison with the CPAM rows.", ""]
+    un = unlisted_of(summary)
+    if un:
+        src = text_of(un[0][1].get("source"))
+        lines += [f"Scan of the real {text_of(un[0][1].get('range'))} from an unlisted source: the attacker "
+                  f"adds {src} (an address in no protected list) to its interface and scans the block of "
+                  "the hosts' real addresses from it (" + text_of(un[0][1].get("scanner")) + "). Up: "
+                  "addresses that answered other than the attacker's own; real addresses found: any "
+                  "protected host's real address that answered (any at all means the defense failed).", ""]
+        rows = []
+        for c, u in un:
+            n = u.get("found_real_n")
+            found = DASH if n is None else (f"{n} found" if not n else
+                                            f"{n} found: {', '.join(u['found_real'][:10])}"
+                                            + (" ..." if n > 10 else ""))
+            rows.append([text_of(c.get("label")), text_of(u.get("source")), text_of(u.get("range")),
+                         fmt_s(u.get("scan_s")), fmt_int(u.get("up")), found])
+        lines += md_table(["Config", "Source", "Range", "Scan (s)", "Up",
+                           "Real addresses found"], rows, {3, 4})
+        lines.append("")
     probs = [f"{text_of(c.get('label'))}: {'; '.join(c['problems'])}"
              for c in summary["configs"] if c.get("problems")]
     if probs:

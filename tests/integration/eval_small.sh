@@ -4,7 +4,9 @@
 # correctness only (no timing): every phase produced numbers, no setup failure and no mid-session
 # break, a rotation fell inside the continuity phase, churn installed flows; the static network's
 # scan results stay valid while CPAM's are worthless once the rotations after the scan have taken
-# effect; the report renders with Table 3. Usage: eval_small.sh [SDNATOR_BINARY]
+# effect; with CPAM, a scan of the real /16 from an address the attacker added itself (in no
+# protected list) finds no real address; the report renders with Table 3.
+# Usage: eval_small.sh [SDNATOR_BINARY]
 set -Eeuo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 source "$ROOT/scripts/lib/common.sh"
@@ -51,6 +53,15 @@ for mode in ("sharded", "cooperative"):
 e = json.load(open(os.path.join(out, "effect.json")))
 for cfg in e["configs"]:
     check(not cfg["problems"] and len(cfg["scans"]) == 2, f"effect {cfg['label']}: {cfg['problems']}")
+    if cfg["cpam"]:
+        # from an address of the attacker's own choosing (in no protected list), a scan of the real
+        # /16 must find no protected host's real address
+        u = cfg.get("unlisted")
+        check(isinstance(u, dict) and u.get("scan_s") is not None, f"{cfg['label']}: no unlisted-source scan")
+        if isinstance(u, dict):
+            check(u.get("found_real") == [], f"{cfg['label']}: from unlisted source {u.get('source')} the scan of "
+                  f"{u.get('range')} found real addresses {u.get('found_real')}")
+            check(u.get("address_removed") is True, f"{cfg['label']}: {u.get('source')} not removed")
     for s in cfg["scans"]:
         if not cfg["cpam"]:
             # a static network: the scan finds every other host, and they stay reachable
