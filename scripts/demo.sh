@@ -32,12 +32,13 @@
 #   --api HOST:PORT   the REST API and dashboard (default 127.0.0.1:8080, or a free port if taken)
 #   --keep-s S        keep the fabric and controller up S seconds before teardown (to look at
 #                     the dashboard; default 0)
+#   --no-ipv6         hosts without IPv6 (default: dual-stack, link-local + ULA, testbed --ipv6)
 set -Eeuo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$SDN_ROOT"
 
 SETUP=1 HOSTS="" SHAPE=campus FANOUT=2 COUNT=5 SHARDS="" RUNTIME=sharded INTERVAL_MS=10000
-BATCH=4 BATCH_DELAY_MS=150 CLIENTS=4 RATE=5 API_LISTEN="" KEEP_S=0
+BATCH=4 BATCH_DELAY_MS=150 CLIENTS=4 RATE=5 API_LISTEN="" KEEP_S=0 IPV6=1
 while (($#)); do
   case $1 in
     --no-setup) SETUP=0; shift ;;
@@ -53,8 +54,9 @@ while (($#)); do
     --count) COUNT=$2; shift 2 ;;
     --api) API_LISTEN=$2; shift 2 ;;
     --keep-s) KEEP_S=$2; shift 2 ;;
+    --no-ipv6) IPV6=0; shift ;;
     --shards) SHARDS=$2; shift 2 ;;
-    -h|--help) sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -140,6 +142,7 @@ if [[ -z $API_LISTEN ]]; then
 fi
 API_URL="http://$API_LISTEN"
 TB=(bash scripts/testbed.sh --prefix "$PREFIX" --port "$PORT" --resolver "$DNS_IP")
+((IPV6)) && TB+=(--ipv6)
 "${TB[@]}" down >/dev/null 2>&1 || true    # a previous demo killed with -9 leaves its state behind
 case $SHAPE in
   campus) phase "testbed: campus, 1 core + 2 aggregation + 4 dual-homed edge switches, ${HOSTS:-16} hosts, resolver $DNS_IP"
@@ -377,6 +380,18 @@ else
   REAL="blocked ($(grep -oE '[0-9]+ received' "$WORK/real.txt" || echo 'no reply'))"
 fi
 echo "$RA -> ${RIP[$RB]} (real address of $RB): $REAL"
+IPV6_RESULT="off in the hosts (--no-ipv6)"
+if ((IPV6)); then
+  LL=$(python3 -c 'import json,sys; print([h for h in json.load(open(sys.argv[1]))["hosts"] if h["name"] == sys.argv[2]][0]["ipv6_ll"].split("/")[0])' "$MANIFEST" "$RB")
+  phase "IPv6 is closed ($RA -> $RB at its fixed link-local address $LL, and all-nodes multicast)"
+  if ip netns exec "${NS[$RA]}" ping -6 -n -c 2 -i 0.2 -W 1 "$LL%eth0" >"$WORK/ipv6.txt" 2>&1; then
+    warn "demo: $RA reached $RB at its IPv6 link-local address $LL"
+    IPV6_RESULT="REACHABLE (the guard failed to block it)"; rc=1
+  else
+    IPV6_RESULT="blocked ($(grep -oE '[0-9]+ received' "$WORK/ipv6.txt" || echo 'no reply'))"
+  fi
+  echo "$RA -> $LL%eth0 (link-local of $RB): $IPV6_RESULT"
+fi
 
 # ---- sessions across rotations
 HOLD_S=$(((INTERVAL_MS * 7 / 2 + 999) / 1000 + 1))   # >= 3 rotation instants in any window this long
@@ -466,6 +481,15 @@ phase "summary"
 kill "$FOLLOW_PID" 2>/dev/null; wait "$FOLLOW_PID" 2>/dev/null || true; FOLLOW_PID=""
 cat "$WORK/pairs.sum" "$WORK/all.sum"
 echo "real address of $RB (${RIP[$RB]}) from $RA: $REAL"
+echo "IPv6 link-local of $RB from $RA: $IPV6_RESULT"
+python3 - "$STATS" <<'PY' || true
+import json, sys
+g = json.load(open(sys.argv[1]))["apps"]["cpam"].get("guard", {})
+v6 = f"blocked ({g.get('ipv6_dropped', 0)} packets dropped)" if g.get("ipv6") == "block" else g.get("ipv6", "?")
+print(f"ipv6: {v6}; real addresses: {g.get('real_dropped', 0)} packets dropped at the switches "
+      f"({g.get('real_blocks', 0)} blocks); source guard: {g.get('spoofed_src', 0)} frames dropped, "
+      f"{g.get('spoof_dropped', 0)} more on the switches' drop rules")
+PY
 python3 - "$STATS" "$WORK/rppt.csv" "$WORK/hold.json" "$WORK/udp.json" "$WORK"/churn.*.json <<'PY' || rc=1
 import csv, json, sys
 stats, samples, holdf, udpf, churns = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]

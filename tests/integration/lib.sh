@@ -166,8 +166,9 @@ nonmiss_flows() {
 # up_cpam_campus: the small dual-homed campus (1 core, 2 aggregation, 4 edge switches, 16 hosts)
 # whose hosts resolve through CPAM's DNS address; sets MANIFEST and writes the protected-host list
 # ([cpam] hosts_file) to $IT_WORK/hosts.txt. The controller is started by the caller.
+# Extra testbed options (e.g. --ipv6) may be given.
 up_cpam_campus() {
-  "${TB[@]}" --resolver 10.0.255.253 up campus 16 --cores 1 --aggs 2 --edges 4 --dual-homed \
+  "${TB[@]}" --resolver 10.0.255.253 "$@" up campus 16 --cores 1 --aggs 2 --edges 4 --dual-homed \
     || fail "testbed up failed"
   MANIFEST=/run/sdnator-testbed/$IT_PREFIX/manifest.json
   python3 -c 'import json,sys; [print(h["name"], h["ip"]) for h in json.load(open(sys.argv[1]))["hosts"]]' "$MANIFEST" \

@@ -66,6 +66,25 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
   c.stats_interval = ms(cfg, s, "stats_interval_ms", c.stats_interval, 100, 3'600'000);
   c.preinstall_timeout = ms(cfg, s, "preinstall_timeout_ms", c.preinstall_timeout, 0, 60'000);
   c.block_real = cfg.get_bool(s, "block_real", c.block_real);
+  c.real_block_priority =
+      static_cast<uint16_t>(cfg.get_int(s, "real_block_priority", c.real_block_priority, 2, 0xfffe));
+  c.source_guard = cfg.get_bool(s, "source_guard", c.source_guard);
+  c.guard_priority = static_cast<uint16_t>(cfg.get_int(s, "guard_priority", c.guard_priority, 1, 0xffff));
+  c.spoof_drop = std::chrono::seconds(cfg.get_int(s, "spoof_drop_s", c.spoof_drop.count(), 1, 3600));
+  if (const std::string v6 = cfg.get_string(s, "ipv6", "block"); v6 == "block") {
+    c.ipv6 = Ipv6Policy::kBlock;
+  } else if (v6 == "allow") {
+    c.ipv6 = Ipv6Policy::kAllow;
+  } else {
+    cfg.add_problem(p + ".ipv6: '" + v6 + "' is not \"block\" or \"allow\"");
+  }
+  for (const auto& a : cfg.get_string_list(s, "real_allowed_from", {})) {
+    if (auto ip = pkt::Ipv4Addr::parse(a)) {
+      c.real_allowed_from.push_back(ip->value);
+    } else {
+      cfg.add_problem(p + ".real_allowed_from: '" + a + "' is not an IPv4 address");
+    }
+  }
   c.max_sessions_per_shard = static_cast<size_t>(
       cfg.get_int(s, "max_sessions_per_shard", static_cast<int64_t>(c.max_sessions_per_shard), 1, 100'000'000));
   c.rppt_samples = cfg.get_string(s, "rppt_samples", "");
@@ -79,6 +98,10 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
   c.cluster_pin_lag = ms(cfg, s, "cluster_pin_lag_ms", c.cluster_pin_lag, 0, 600'000);
   if (c.session_priority <= c.vip_priority)
     cfg.add_problem(p + ".session_priority: must be above vip_priority (session rules overlap the VIP rules)");
+  if (c.guard_priority <= c.session_priority)
+    cfg.add_problem(p + ".guard_priority: must be above session_priority (the guard's drops must win)");
+  if (c.real_block_priority + 1 >= c.vip_priority)
+    cfg.add_problem(p + ".real_block_priority: must be below vip_priority - 1 (its allow rules sit one above it)");
 
   // Fixed by the design; settable so a config can state them, refused when they differ.
   if (auto v = cfg.get_string(s, "openflow", "1.3"); v != "1.3")
@@ -151,6 +174,10 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
     if (h.ip == c.dns_ip) cfg.add_problem(p + ".hosts: " + h.name + " has the dns_ip");
   }
   if ((c.dns_ip & vmask) == c.vip_base) cfg.add_problem(p + ".dns_ip: inside vip_range");
+  for (uint32_t a : c.real_allowed_from)
+    if (ips.contains(a))
+      cfg.add_problem(p + ".real_allowed_from: " + pkt::Ipv4Addr{a}.to_string() +
+                      " is a protected host's real address (infrastructure only)");
   if (c.hosts.size() * 2 + 1 > c.pool_size)
     cfg.add_problem(fmt::format("{}.vip_pool: {} VIPs cannot rotate {} hosts (needs more than two per host)", p,
                                 c.pool_size, c.hosts.size()));

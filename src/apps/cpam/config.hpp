@@ -23,6 +23,11 @@ struct ProtectedHost {
 // (the paper's Ryu port), optionally yielding between batches (its hub.sleep(0) diagnostic).
 enum class RuntimeMode : uint8_t { kSharded, kCooperative };
 
+// IPv6 at the edge (docs/threat-model.md): block (default) drops every IPv6 frame at the
+// switches, NDP, MLD and router solicitations included; allow leaves IPv6 alone, which lets
+// every host be reached on its fixed link-local address (a logged, explicit choice).
+enum class Ipv6Policy : uint8_t { kBlock, kAllow };
+
 struct CpamConfig {
   std::chrono::milliseconds rotation_interval{60'000};
   uint32_t pool_size = 6000;
@@ -52,7 +57,22 @@ struct CpamConfig {
   std::string rppt_samples;            // CSV of every RPPT sample, when set
   std::chrono::milliseconds stats_interval{1000};
   std::chrono::milliseconds preinstall_timeout{2000};  // publish anyway when barriers lag
-  bool block_real = true;  // drop traffic (and ARP) addressed to a protected host's real IP
+  // Real addresses unreachable (guard.hpp): traffic and ARP addressed to a protected host's real
+  // address are dropped whatever the source, by proactive rules on every switch at
+  // real_block_priority (above the table-miss and the runtime's ARP/LLDP flows, below every
+  // app's flows), except from the addresses of real_allowed_from (infrastructure), whose
+  // packets go to the controller one priority above and are forwarded as usual.
+  bool block_real = true;
+  std::vector<uint32_t> real_allowed_from;
+  uint16_t real_block_priority = 5;
+  Ipv6Policy ipv6 = Ipv6Policy::kBlock;
+  // Source guard: a frame entering an edge port must carry the MAC and IPv4 source bound there
+  // (a protected host's, once located; no other host's address or MAC); an offending source is
+  // dropped and an exact drop rule at guard_priority keeps its repeats on the switch for
+  // spoof_drop. The IPv6 and VIP-source drops sit at guard_priority too.
+  bool source_guard = true;
+  uint16_t guard_priority = 1000;
+  std::chrono::seconds spoof_drop{5};
   size_t max_sessions_per_shard = 1'000'000;
   // Fault recovery (docs/faults-cpam.md): VIP states and session bindings are archived as they
   // change and reloaded at start; a switch that (re)connects keeps its CPAM flows and is

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "apps/cpam/flows.hpp"
+#include "apps/cpam/guard.hpp"
 #include "core/log.hpp"
 #include "pkt/build.hpp"
 #include "pkt/dns.hpp"
@@ -63,6 +64,15 @@ CpamService::CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::M
     }
   }
   recover();
+  {
+    std::vector<uint32_t> ips;
+    ips.reserve(dir_.hosts.size());
+    for (const auto& h : dir_.hosts) ips.push_back(h.ip);
+    real_blocks_ = guard::cover(std::move(ips));
+  }
+  if (cfg_.ipv6 == Ipv6Policy::kAllow)
+    spdlog::warn("cpam: ipv6 = \"allow\": every protected host stays reachable on its fixed IPv6 addresses "
+                 "(link-local from its MAC, all-nodes multicast); the defense does not hold over IPv6");
   if (store_ != nullptr) {
     link_ = std::make_unique<shared::Link>(store_, cfg_, dir_);
     // Session ids must not collide across instances (a switch's new master adopts the flows of
@@ -191,6 +201,10 @@ CpamCounters CpamService::counters() const {
     c.handoff_errors += i->handoff_errors_.get();
     c.handoff_dropped += i->handoff_dropped_.get();
     c.onward += i->onward_.get();
+    c.spoofed_src += i->spoofed_src_.get();
+    c.guard_rules += i->guard_rules_.get();
+    c.guard_errors += i->guard_errors_.get();
+    for (int k = 0; k < guard::kKinds; ++k) c.switch_dropped[k] += i->switch_dropped_[k].get();
     c.live_sessions += i->live_sessions_.load(std::memory_order_relaxed);
   }
   return c;
@@ -225,6 +239,21 @@ nlohmann::json CpamService::stats_json() const {
   j["handoff_errors"] = c.handoff_errors;
   j["handoff_dropped"] = c.handoff_dropped;
   j["onward"] = c.onward;
+  // The edge guard (docs/threat-model.md): frames the source guard dropped at the controller,
+  // rules sent, and what the switches' guard rules dropped (packet counts from flow stats every
+  // second; a spoof drop rule's count when it expires).
+  using guard::Kind;
+  auto dropped = [&](Kind k) { return c.switch_dropped[static_cast<int>(k)]; };
+  j["guard"] = {{"ipv6", cfg_.ipv6 == Ipv6Policy::kBlock ? "block" : "allow"},
+                {"source_guard", cfg_.source_guard},
+                {"real_blocks", real_blocks_.size()},
+                {"spoofed_src", c.spoofed_src},
+                {"rules", c.guard_rules},
+                {"rule_errors", c.guard_errors},
+                {"ipv6_dropped", dropped(Kind::kIpv6)},
+                {"real_dropped", dropped(Kind::kRealDrop)},
+                {"vip_source_dropped", dropped(Kind::kVipSource)},
+                {"spoof_dropped", dropped(Kind::kSpoof)}};
   j["resync_last_ms"] = static_cast<double>(resync_last_us_.load()) / 1000.0;
   j["resync_max_ms"] = static_cast<double>(resync_max_us_.load()) / 1000.0;
   j["boot"] = boot_;
@@ -286,6 +315,7 @@ void Cpam::apply_topology(std::string_view key, const nlohmann::json& value) {
     return;
   }
   if (!*rec) return;
+  guard_topology(**rec);
   if (const auto* l = std::get_if<topology::LinkRecord>(&**rec); l && !l->up) link_gone(l->link, l->reason == "switch_down");
 }
 
@@ -331,6 +361,7 @@ Disposition Cpam::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Cloc
   const pkt::Parsed& p = *parsed;
   const auto role = view_.role(PortRef{sw.dpid(), pin.in_port()}).value_or(PortRole::kPending);
   if (snap_ == nullptr) snap_ = svc_->latest();  // started before the first epoch reached this shard
+  if (role == PortRole::kEdge && !p.lldp && guard_check(sw, pin, p)) return Disposition::kStop;
   if (p.arp) return handle_arp(sw, pin, p, role);
   if (p.ipv4) return handle_ipv4(sw, pin, p, role, now);
   return Disposition::kContinue;
@@ -345,17 +376,16 @@ Disposition Cpam::handle_arp(SwitchContext& sw, const ofp::PacketIn& pin, const 
     release(sw, pin);
     return Disposition::kStop;  // the answer to a locate probe: topology has seen the host
   }
-  if (a.op != pkt::kArpRequest) return Disposition::kContinue;
-  if (!ours) {
-    // Real addresses of protected hosts are not reachable: nobody gets to resolve them.
-    if (cfg_.block_real && a.spa.value != tpa && svc_->dir_.find_ip(tpa) && svc_->dir_.find_ip(a.spa.value)) {
-      packet_ins_.inc();
-      real_blocked_.inc();
-      release(sw, pin);
-      return Disposition::kStop;
-    }
-    return Disposition::kContinue;
+  // Real addresses of protected hosts are not reachable: nobody resolves them, nobody rewrites
+  // a host's cache entry for them, and a host's own announcement of one is not spread (the
+  // switches drop all of it by rule; this catches what reached the controller first).
+  if (cfg_.block_real && !ours && svc_->dir_.find_ip(tpa) && !allowed_source(a.spa.value)) {
+    packet_ins_.inc();
+    real_blocked_.inc();
+    release(sw, pin);
+    return Disposition::kStop;
   }
+  if (a.op != pkt::kArpRequest || !ours) return Disposition::kContinue;
   packet_ins_.inc();
   if (role != PortRole::kEdge) {  // a copy flooded by someone else: the edge answers
     release(sw, pin);
@@ -387,8 +417,8 @@ Disposition Cpam::handle_ipv4(SwitchContext& sw, const ofp::PacketIn& pin, const
   const uint32_t src = p.ipv4->src.value, dst = p.ipv4->dst.value;
   const bool to_vip = svc_->in_pool(dst), from_vip = svc_->in_pool(src);
   const bool to_dns = dst == cfg_.dns_ip;
-  const bool to_real = cfg_.block_real && src != dst && svc_->dir_.find_ip(dst).has_value() &&
-                       svc_->dir_.find_ip(src).has_value();
+  // Whatever the source (listed, unlisted, spoofed), except real_allowed_from.
+  const bool to_real = cfg_.block_real && src != dst && svc_->dir_.find_ip(dst).has_value() && !allowed_source(src);
   if (!to_vip && !from_vip && !to_dns && !to_real) return Disposition::kContinue;
   packet_ins_.inc();
   auto drop = [&](Stat& why) {
@@ -396,6 +426,7 @@ Disposition Cpam::handle_ipv4(SwitchContext& sw, const ofp::PacketIn& pin, const
     release(sw, pin);
     return Disposition::kStop;
   };
+  if (to_real) return drop(real_blocked_);
   if (role == PortRole::kLink) {
     if (from_vip && to_vip) {
       repair(sw, pin, p, rx);
@@ -404,7 +435,6 @@ Disposition Cpam::handle_ipv4(SwitchContext& sw, const ofp::PacketIn& pin, const
     return drop(not_ready_);
   }
   if (role != PortRole::kEdge) return drop(not_ready_);
-  if (to_real) return drop(real_blocked_);
   if (from_vip) return drop(spoofed_);  // hosts never own a VIP: someone forged it
   if (to_dns) {
     if (p.udp && p.udp->dst_port == pkt::kDnsPort) {
@@ -757,7 +787,8 @@ void Cpam::flow_gone(uint64_t id, uint8_t bit, Clock::time_point now) {
   if (b.live == 0) b.flowless_since = now;
 }
 
-void Cpam::on_flow_removed(SwitchContext& /*sw*/, const ofp::FlowRemoved& fr) {
+void Cpam::on_flow_removed(SwitchContext& sw, const ofp::FlowRemoved& fr) {
+  if ((fr.cookie & guard::kCookieMask) == guard::kCookie) guard_flow_removed(sw.dpid(), fr);
   if ((fr.cookie & kCookieMask) != kCookie) return;
   flows_removed_.inc();
   const CookieKind k = cookie_kind(fr.cookie);
@@ -1016,12 +1047,14 @@ void Cpam::sweep(Clock::time_point now) {
 void Cpam::sweep_now() {
   if (stopped_) return;
   sweep(rt_ ? rt_->now() : Clock::now());
+  guard_poll();
   if (rt_ != nullptr) rt_->call_after(shard_, std::chrono::seconds(1), [this] { sweep_now(); });
 }
 
 // A switch that goes away takes its flows without FLOW_REMOVED: the bindings whose first-hop
 // flows were there (on any shard) drop those references, so their VIPs can still be reclaimed.
 void Cpam::on_switch_down(uint64_t dpid) {
+  guard_switch_down(dpid);
   if (rt_ == nullptr) return;
   for (unsigned s = 0; s < rt_->shard_count(); ++s)
     rt_->post(s, [svc = svc_, s, dpid] {

@@ -23,10 +23,12 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/cpam/cluster_state.hpp"
 #include "apps/cpam/config.hpp"
+#include "apps/cpam/guard.hpp"
 #include "apps/cpam/recovery.hpp"
 #include "apps/cpam/vips.hpp"
 #include "apps/topology/view.hpp"
@@ -70,6 +72,10 @@ struct CpamCounters {
   // failed, packets parked past the caps, triggering packets sent on towards a peer's switch.
   uint64_t handoffs_out = 0, handoffs_in = 0, handoff_misses = 0, handoff_errors = 0, handoff_dropped = 0;
   uint64_t onward = 0;
+  // Edge guard (guard.hpp): frames the source guard dropped, guard rules sent and refused, and
+  // the switches' packet counts of the guard's rules by guard::Kind.
+  uint64_t spoofed_src = 0, guard_rules = 0, guard_errors = 0;
+  uint64_t switch_dropped[guard::kKinds] = {};
 };
 
 class CpamService {
@@ -145,6 +151,7 @@ class CpamService {
 
   std::shared_ptr<shared::Store> store_;
   std::unique_ptr<shared::Link> link_;
+  std::vector<guard::Prefix> real_blocks_;  // the protected real addresses as CIDR blocks
   // Set by the cluster's thread: the generation this instance leads with (0 = follower).
   std::shared_ptr<std::atomic<uint64_t>> leader_gen_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::atomic<bool> leading_{false};
@@ -310,6 +317,27 @@ class Cpam final : public southbound::App {
   void record_rppt(Clock::time_point rx, const char* kind);
   void sweep(Clock::time_point now);
 
+  // Edge guard (guard.cpp, docs/threat-model.md). The rules a switch gets when it connects; the
+  // VIP-source drops of this shard's switches' edge ports as topology settles them; the source
+  // guard's check of a frame from an edge port (true: dropped, counted, a drop rule sent); the
+  // flow-stats poll of the guard's rules (every sweep) and the counts of expired ones.
+  void guard_switch_up(southbound::SwitchContext& sw);
+  void guard_switch_down(uint64_t dpid);
+  void guard_topology(const topology::TopologyRecord& rec);
+  bool guard_check(southbound::SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed& p);
+  void guard_poll();
+  void guard_flow_removed(uint64_t dpid, const ofp::FlowRemoved& fr);
+  void publish_dropped();
+  bool allowed_source(uint32_t ip) const;
+  struct Bound {
+    uint32_t host = kNone;  // protected host index
+    uint64_t mac = 0;
+  };
+  absl::flat_hash_map<topology::PortRef, Bound> edge_bound_;  // edge port -> the protected host located there
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint32_t>> guarded_edges_;  // this shard's switches
+  absl::flat_hash_map<uint64_t, guard::Dropped> dropped_;  // per switch of this shard, last flow stats
+  guard::Dropped dropped_gone_;  // expired spoof drops, deleted rules, switches gone
+
   // Recovery (resync.cpp).
   struct ResyncJob;
   void resync(uint64_t dpid, std::vector<ofp::FlowStats> flows, Clock::time_point t0);
@@ -392,7 +420,9 @@ class Cpam final : public southbound::App {
       dns_answered_, dns_nxdomain_, dns_refused_, dns_errors_, stale_vip_, unprotected_src_,
       real_blocked_, spoofed_, unlocated_, no_path_, not_ready_, parse_errors_, sessions_full_, flows_removed_,
       delivered_only_, reroutes_, resyncs_, resync_kept_, resync_added_, resync_deleted_, resync_adopted_,
-      resync_errors_, handoffs_out_, handoffs_in_, handoff_misses_, handoff_errors_, handoff_dropped_, onward_;
+      resync_errors_, handoffs_out_, handoffs_in_, handoff_misses_, handoff_errors_, handoff_dropped_, onward_,
+      spoofed_src_, guard_rules_, guard_errors_;
+  Stat switch_dropped_[guard::kKinds];
   std::atomic<uint64_t> live_sessions_{0};
   std::shared_ptr<std::atomic<uint64_t>> preinstall_ok_shared_ = std::make_shared<std::atomic<uint64_t>>(0);
 };

@@ -216,6 +216,7 @@ std::vector<southbound::CookieRange> Cpam::kept_cookies() const {
 }
 
 void Cpam::on_switch_up(SwitchContext& sw) {
+  guard_switch_up(sw);
   if (rt_ != nullptr)
     for (unsigned s = 0; s < rt_->shard_count(); ++s)
       rt_->post(s, [svc = svc_, s, dpid = sw.dpid()] {

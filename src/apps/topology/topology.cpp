@@ -151,6 +151,9 @@ nlohmann::json TopologyService::stats_json() const {
                         {"hosts_removed", f.hosts_removed},
                         {"hosts_ignored", f.hosts_ignored},
                         {"host_cap_exceeded", f.host_cap_exceeded},
+                        {"host_claims_refused", f.host_claims_refused},
+                        {"ip_claims_refused", f.ip_claims_refused},
+                        {"ip_changes_refused", f.ip_changes_refused},
                         {"publish_errors", publish_errors()},
                         {"version", f.version},
                         {"discovery_us", f.discovery ? static_cast<uint64_t>(

@@ -125,7 +125,7 @@ void TopologyCore::forget_switch(uint64_t dpid) {
   std::vector<uint64_t> gone;
   for (const auto& [mac, h] : hosts_)
     if (h.at.dpid == dpid) gone.push_back(mac);
-  for (uint64_t mac : gone) hosts_.erase(mac);
+  for (uint64_t mac : gone) erase_host(mac);
   for (auto it = provisional_.begin(); it != provisional_.end();)
     it = it->first.dpid == dpid ? provisional_.erase(it) : std::next(it);
   for (const auto& [_, ps] : s->second.ports)
@@ -227,7 +227,7 @@ void TopologyCore::remove_hosts_where(PortRef p, bool whole_switch, const std::s
   std::sort(gone.begin(), gone.end());
   for (uint64_t mac : gone) {
     const HostEntry h = hosts_[mac];
-    hosts_.erase(mac);
+    erase_host(mac);
     ++fig_.hosts_removed;
     ++fig_.version;
     changes_.hosts.push_back(HostRecord{mac, h.ipv4, h.at, "gone", std::nullopt, reason});
@@ -242,6 +242,13 @@ void TopologyCore::host_seen(uint64_t mac, uint32_t ipv4, PortRef at, Clock::tim
     ++fig_.hosts_ignored;
     return;
   }
+  // Bindings are not taken by whoever claims them (docs/threat-model.md): an address another
+  // present host holds stays with it, so a frame claiming it teaches nothing.
+  if (ipv4 != 0)
+    if (auto o = by_ip_.find(ipv4); o != by_ip_.end() && o->second != mac) {
+      ++fig_.ip_claims_refused;
+      return;
+    }
   auto it = hosts_.find(mac);
   if (it == hosts_.end()) {
     if (hosts_.size() >= cfg_.max_hosts) {
@@ -249,25 +256,53 @@ void TopologyCore::host_seen(uint64_t mac, uint32_t ipv4, PortRef at, Clock::tim
       return;
     }
     hosts_.emplace(mac, HostEntry{mac, ipv4, at, now, now});
+    if (ipv4 != 0) by_ip_[ipv4] = mac;
     ++fig_.hosts_added;
     ++fig_.version;
     changes_.hosts.push_back(HostRecord{mac, ipv4, at, "up", std::nullopt, ""});
     return;
   }
   HostEntry& h = it->second;
-  h.last_seen = now;
   if (h.at != at) {
+    // Its MAC on another edge port while the port it was learned on is still an edge: a claim
+    // (or a copy), not a move. A host that really moves loses its old port first (unplugged:
+    // port down, and the host with it), then is learned where it appears.
+    if (const PortState* old = port(h.at); old != nullptr && old->role == PortRole::kEdge) {
+      ++fig_.host_claims_refused;
+      return;
+    }
     const PortRef old = h.at;
     h.at = at;
-    if (ipv4 != 0) h.ipv4 = ipv4;
+    h.last_seen = now;
+    if (ipv4 != 0 && h.ipv4 == 0) {
+      h.ipv4 = ipv4;
+      by_ip_[ipv4] = mac;
+    }
     ++fig_.host_moves;
     ++fig_.version;
     changes_.hosts.push_back(HostRecord{mac, h.ipv4, at, "moved", old, ""});
-  } else if (ipv4 != 0 && ipv4 != h.ipv4) {
+    return;
+  }
+  h.last_seen = now;
+  if (ipv4 != 0 && ipv4 != h.ipv4) {
+    // A host keeps the first address it was learned with while it is present: another source
+    // address from it (an address added by hand, a router's forwarded traffic) is not its own.
+    if (h.ipv4 != 0) {
+      ++fig_.ip_changes_refused;
+      return;
+    }
     h.ipv4 = ipv4;
+    by_ip_[ipv4] = mac;
     ++fig_.version;
     changes_.hosts.push_back(HostRecord{mac, ipv4, at, "up", std::nullopt, ""});
   }
+}
+
+void TopologyCore::erase_host(uint64_t mac) {
+  auto it = hosts_.find(mac);
+  if (it == hosts_.end()) return;
+  if (auto ip = by_ip_.find(it->second.ipv4); ip != by_ip_.end() && ip->second == mac) by_ip_.erase(ip);
+  hosts_.erase(it);
 }
 
 void TopologyCore::tick(Clock::time_point now) {

@@ -77,6 +77,10 @@ struct Figures {
   uint64_t hosts_added = 0, host_moves = 0, hosts_removed = 0;
   uint64_t hosts_ignored = 0;      // sightings on a pending or link port
   uint64_t host_cap_exceeded = 0;
+  // Claims refused (docs/threat-model.md): a MAC seen on another edge port while its own port is
+  // still an edge; an address another present host holds; another source address from a host
+  // that already has one.
+  uint64_t host_claims_refused = 0, ip_claims_refused = 0, ip_changes_refused = 0;
   uint64_t version = 0;            // bumps on every change
   // RFC 8456 network topology discovery time: first switch up -> last link discovered.
   std::optional<Clock::duration> discovery;
@@ -157,6 +161,8 @@ class TopologyCore {
   // them is forwarded), until a probe confirms them or link_timeout passes (back to pending).
   std::map<PortRef, Clock::time_point> provisional_;
   absl::flat_hash_map<uint64_t, HostEntry> hosts_;
+  absl::flat_hash_map<uint32_t, uint64_t> by_ip_;  // a present host's address -> its MAC
+  void erase_host(uint64_t mac);
   size_t pending_ = 0;
   Changes changes_;
   std::vector<PortRef> probes_;

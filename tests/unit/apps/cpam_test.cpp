@@ -5,6 +5,8 @@
 // rotation-race window, reclaim of rules, UDP and ICMP, and the cooperative runtime mode.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -191,6 +193,53 @@ TEST(CpamConfig, Table1DefaultsAndBadValuesNamed) {
   EXPECT_NE(all.find("'bogus'"), std::string::npos) << all;
 }
 
+TEST(Guard, CoverGivesTheFewestBlocksHoldingExactlyTheAddresses) {
+  using guard::Prefix;
+  const uint32_t b = pkt::ipv4(10, 0, 0, 0).value;
+  std::vector<uint32_t> ips;
+  for (uint32_t i = 1; i <= 16; ++i) ips.push_back(b + i);
+  EXPECT_EQ(guard::cover(ips),
+            (std::vector<Prefix>{{b + 1, 32}, {b + 2, 31}, {b + 4, 30}, {b + 8, 29}, {b + 16, 32}}));
+  ips.push_back(b + 3);  // a duplicate changes nothing
+  EXPECT_EQ(guard::cover(ips).size(), 5u);
+  // 500 hosts in the testbed's scheme (10.0.0.1-250, 10.0.1.1-250) in a handful of rules, and no
+  // block ever holds an address that was not listed.
+  ips.clear();
+  for (uint32_t n = 0; n < 500; ++n) ips.push_back(b + (n / 250) * 256 + n % 250 + 1);
+  const auto c = guard::cover(ips);
+  EXPECT_EQ(c.size(), 26u);  // per /24: .1/32 .2/31 .4/30 ... .240/29 .248/31 .250/32
+  uint64_t covered = 0;
+  for (const Prefix& p : c) {
+    covered += uint64_t{1} << (32 - p.len);
+    for (uint64_t a = p.base; a < p.base + (uint64_t{1} << (32 - p.len)); ++a)
+      EXPECT_TRUE(std::find(ips.begin(), ips.end(), static_cast<uint32_t>(a)) != ips.end()) << a;
+  }
+  EXPECT_EQ(covered, 500u);
+  EXPECT_TRUE(guard::cover({}).empty());
+}
+
+TEST(CpamConfig, GuardDefaultsAndBadValuesNamed) {
+  auto ok = core::Config::parse("[cpam]\nhosts = [\"h1=10.0.0.1\"]\nreal_allowed_from = [\"10.0.255.1\"]\n");
+  ASSERT_TRUE(ok);
+  const CpamConfig c = read_cpam_config(*ok);
+  for (const auto& p : ok->finish()) ADD_FAILURE() << p;
+  EXPECT_EQ(c.ipv6, Ipv6Policy::kBlock);
+  EXPECT_TRUE(c.source_guard);
+  EXPECT_TRUE(c.block_real);
+  EXPECT_EQ(c.real_allowed_from, (std::vector<uint32_t>{pkt::ipv4(10, 0, 255, 1).value}));
+  auto bad = core::Config::parse(
+      "[cpam]\nipv6 = \"maybe\"\nreal_allowed_from = [\"nowhere\", \"10.0.0.1\"]\nguard_priority = 50\n"
+      "hosts = [\"h1=10.0.0.1\"]\n");
+  ASSERT_TRUE(bad);
+  read_cpam_config(*bad);
+  std::string all;
+  for (const auto& p : bad->finish()) all += p + "\n";
+  EXPECT_NE(all.find("cpam.ipv6"), std::string::npos) << all;
+  EXPECT_NE(all.find("'nowhere'"), std::string::npos) << all;
+  EXPECT_NE(all.find("cpam.guard_priority"), std::string::npos) << all;
+  EXPECT_NE(all.find("is a protected host's"), std::string::npos) << all;
+}
+
 // ---- the app on a fake campus -------------------------------------------------------------
 
 struct Host {
@@ -346,6 +395,39 @@ class CpamFabric : public ::testing::Test {
     for (uint64_t d = 1; d <= 7; ++d) n += fabric_->sw(d).flows_in_cookie_range(c, ~uint64_t{0}).size();
     return n;
   }
+  // Answers the guard's pending flow-stats polls from the fake switches' tables (the switches
+  // count packets per flow as OVS does); other requests (resync) stay unanswered as before.
+  void answer_guard_stats() {
+    std::vector<std::pair<southbound::ReplyCallback, ofp::Message>> replies;
+    for (uint64_t d = 1; d <= 7; ++d) {
+      auto& sw = fabric_->sw(d);
+      auto& reqs = sw.requests();
+      for (auto it = reqs.begin(); it != reqs.end();) {
+        const auto* mp = std::get_if<ofp::MultipartRequest>(&it->body);
+        const auto* fr = mp != nullptr ? std::get_if<ofp::FlowStatsRequest>(&mp->body) : nullptr;
+        if (fr == nullptr || fr->cookie != guard::kCookie) {
+          ++it;
+          continue;
+        }
+        std::vector<ofp::FlowStats> all;
+        for (const auto& e : sw.flows_in_cookie_range(fr->cookie, fr->cookie_mask)) {
+          ofp::FlowStats f;
+          f.cookie = e.cookie;
+          f.priority = e.priority;
+          f.packet_count = e.packet_count;
+          f.match = e.match;
+          all.push_back(std::move(f));
+        }
+        ofp::MultipartReply rep;
+        rep.type = ofp::MultipartType::kFlow;
+        rep.body = std::move(all);
+        replies.emplace_back(std::move(it->on_reply), ofp::Message{1, rep});
+        it = reqs.erase(it);
+      }
+    }
+    for (auto& [cb, m] : replies) cb(&m, nullptr, false);
+    fabric_->run();
+  }
   uint32_t state_refs(uint32_t vip_ip) { return svc_->vips().load(vip_ip - cfg_.vip_base - 1).sessions; }
 
   CpamConfig cfg_;
@@ -391,9 +473,121 @@ TEST_F(CpamFabric, ArpForLiveVipsOnlyAndNeverForProtectedRealAddresses) {
   while (unused == v8 || svc_->vips().load(unused - cfg_.vip_base - 1).state != VipState::kFree) ++unused;
   fabric_->clear_deliveries();
   fabric_->send("h1", pkt::arp_request(host(1).mac, host(1).ip, Ipv4Addr{unused}));
-  fabric_->send("h1", pkt::arp_request(host(1).mac, host(1).ip, host(8).ip));
+  EXPECT_EQ(fabric_->send("h1", pkt::arp_request(host(1).mac, host(1).ip, host(8).ip)).packet_ins, 0u)
+      << "dropped by the switch's guard rule, no PacketIn";
   EXPECT_TRUE(fabric_->deliveries().empty());
-  EXPECT_GE(svc_->counters().real_blocked, 1u);
+  fabric_->advance(milliseconds(1100));  // the guard's flow-stats poll
+  answer_guard_stats();
+  EXPECT_GE(svc_->stats_json()["guard"]["real_dropped"].get<uint64_t>(), 1u);
+}
+
+// ---- the edge guard (guard.cpp, docs/threat-model.md) ------------------------------------
+
+// An ICMPv6 echo request from `from` to `dst` (16 bytes), as `ping -6` sends it.
+Bytes ipv6_ping(const Host& from, uint64_t dst_mac, const std::array<uint8_t, 16>& dst) {
+  Bytes f;
+  for (int i = 5; i >= 0; --i) f.push_back(static_cast<uint8_t>(dst_mac >> (8 * i)));
+  for (int i = 5; i >= 0; --i) f.push_back(static_cast<uint8_t>(from.mac.value >> (8 * i)));
+  f.insert(f.end(), {0x86, 0xdd, 0x60, 0, 0, 0, 0, 8, 58, 64});
+  const std::array<uint8_t, 16> ll = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0xff, 0xfe, 0, 0,
+                                      static_cast<uint8_t>(from.mac.value)};
+  f.insert(f.end(), ll.begin(), ll.end());
+  f.insert(f.end(), dst.begin(), dst.end());
+  f.insert(f.end(), {128, 0, 0, 0, 0, 1, 0, 1});
+  return f;
+}
+
+TEST_F(CpamFabric, TheGuardDropsIpv6AndRealAddressesOnTheSwitchWhateverTheSource) {
+  build(2, RuntimeMode::kSharded);
+  // IPv6: h8's fixed link-local address (from its MAC), and all-nodes multicast.
+  const std::array<uint8_t, 16> h8_ll = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x02, 0, 0, 0xff, 0xfe, 0, 0, 8};
+  const std::array<uint8_t, 16> all_nodes = {0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  fabric_->clear_deliveries();
+  EXPECT_EQ(fabric_->send("h1", ipv6_ping(host(1), host(8).mac.value, h8_ll)).packet_ins, 0u);
+  EXPECT_EQ(fabric_->send("h1", ipv6_ping(host(1), 0x333300000001ULL, all_nodes)).packet_ins, 0u);
+  EXPECT_TRUE(fabric_->deliveries().empty());
+  // h8's real address: from h1's own address, from one it chose (ip addr add), from h2's.
+  for (Ipv4Addr src : {host(1).ip, pkt::ipv4(10, 0, 200, 1), host(2).ip}) {
+    auto d = fabric_->send("h1", pkt::icmp_echo(host(1).mac, host(8).mac, src, host(8).ip, false, 1, 1));
+    EXPECT_EQ(d.packet_ins, 0u) << src.to_string() << ": the switch drops it, the controller never sees it";
+  }
+  EXPECT_EQ(fabric_->send("h1", pkt::arp_request(host(1).mac, pkt::ipv4(10, 0, 200, 1), host(8).ip)).packet_ins, 0u);
+  EXPECT_TRUE(fabric_->deliveries().empty());
+  // Counted from the switches' flow stats.
+  fabric_->advance(milliseconds(1100));
+  answer_guard_stats();
+  const auto g = svc_->stats_json()["guard"];
+  EXPECT_EQ(g["ipv6_dropped"].get<uint64_t>(), 2u) << g.dump();
+  EXPECT_EQ(g["real_dropped"].get<uint64_t>(), 4u) << g.dump();
+  EXPECT_EQ(g["real_blocks"].get<uint64_t>(), 4u) << "10.0.0.1-8 is .1/32 .2/31 .4/30 .8/32";
+}
+
+TEST_F(CpamFabric, TheSourceGuardDropsAddressesAndMacsNotBoundToThePort) {
+  build(2, RuntimeMode::kSharded);
+  const uint32_t v8 = vip(host(8));
+  const auto spoof_rules = [&] {
+    return fabric_->sw(4).flows_in_cookie_range(guard::cookie(guard::Kind::kSpoof), guard::kKindMask).size();
+  };
+  Host me = host(1);
+  // A self-chosen address (ip addr add 10.0.200.1/16 on h1) to h8's VIP: dropped, and its
+  // repeats stay on the switch (one drop rule, no more PacketIns).
+  me.ip = pkt::ipv4(10, 0, 200, 1);
+  fabric_->clear_deliveries();
+  EXPECT_EQ(fabric_->send("h1", tcp(me, v8, 40000, 80)).packet_ins, 1u);
+  EXPECT_EQ(fabric_->send("h1", tcp(me, v8, 40001, 80)).packet_ins, 0u);
+  EXPECT_FALSE(received("h8"));
+  // Another protected host's address (h2's, on the same switch).
+  me = host(1);
+  me.ip = host(2).ip;
+  fabric_->send("h1", tcp(me, v8, 40002, 80));
+  EXPECT_FALSE(received("h8"));
+  EXPECT_EQ(svc_->counters().spoofed_src, 2u);
+  EXPECT_EQ(spoof_rules(), 2u);
+  // h8's MAC and address from h1's port (a gratuitous claim): dropped, and not a move.
+  const auto h8_at = topo_->core().host(host(8).mac.value)->at;
+  me = host(1);
+  me.mac = host(8).mac;
+  me.ip = host(8).ip;
+  fabric_->send("h1", pkt::arp_request(me.mac, me.ip, Ipv4Addr{v8}));
+  EXPECT_EQ(topo_->core().host(host(8).mac.value)->at, h8_at);
+  EXPECT_EQ(topo_->core().figures().host_claims_refused, 1u);
+  // An ARP claiming h8's address from h1's own MAC (cache poisoning): dropped, and topology
+  // keeps the address with h8.
+  fabric_->send("h1", pkt::arp_request(host(1).mac, host(8).ip, Ipv4Addr{v8}));
+  EXPECT_EQ(topo_->core().host(host(8).mac.value)->at, h8_at);
+  EXPECT_EQ(topo_->core().host(host(8).mac.value)->ipv4, host(8).ip.value);
+  EXPECT_GE(topo_->core().figures().ip_claims_refused, 1u);
+  EXPECT_EQ(svc_->counters().spoofed_src, 4u);
+  // h8's MAC again, in TCP this time: the switch already drops it.
+  EXPECT_EQ(fabric_->send("h1", tcp(me, v8, 40003, 80)).packet_ins, 0u);
+  EXPECT_FALSE(received("h8"));
+  EXPECT_EQ(spoof_rules(), 4u);
+  // h1 as itself still reaches h8 by its VIP.
+  fabric_->clear_deliveries();
+  fabric_->send("h1", tcp(host(1), v8, 40010, 80));
+  auto at8 = received("h8");
+  ASSERT_TRUE(at8);
+  EXPECT_EQ(at8->dst, host(8).ip.value);
+  // The drop rules expire (hard timeout), their counts added when they do.
+  fabric_->advance(cfg_.spoof_drop + milliseconds(1100));
+  EXPECT_EQ(spoof_rules(), 0u);
+  EXPECT_EQ(svc_->stats_json()["guard"]["spoof_dropped"].get<uint64_t>(), 2u) << "the repeats of 10.0.200.1 and h8's MAC";
+}
+
+TEST_F(CpamFabric, AForgedVipSourceOnTheVipOwnersSwitchIsDroppedAtTheEdgePort) {
+  build(2, RuntimeMode::kSharded);
+  const uint32_t v2 = vip(host(2)), v8 = vip(host(8));
+  // h8 -> h2 puts v2's standing rule on s4 (h1's and h2's switch).
+  fabric_->send("h8", tcp(host(8), v2, 41000, 80));
+  ASSERT_EQ(vip_rules(v2), 1u);
+  // h1 forges h8's VIP as its source: it would match v2's rule on s4 and reach h2.
+  Host forged = host(1);
+  forged.ip = Ipv4Addr{v8};
+  fabric_->clear_deliveries();
+  EXPECT_EQ(fabric_->send("h1", tcp(forged, v2, 41001, 80)).packet_ins, 0u);
+  EXPECT_FALSE(received("h2"));
+  EXPECT_EQ(fabric_->sw(4).flows_in_cookie_range(guard::cookie(guard::Kind::kVipSource), guard::kKindMask).size(), 2u)
+      << "one per edge port of s4";
 }
 
 TEST_F(CpamFabric, PacketsCrossTheFabricByVipAndNeitherHostSeesARealPeerAddress) {

@@ -267,11 +267,18 @@ TEST_F(Campus, AHostThatMovesIsFoundAtItsNewPort) {
   fabric_->advance(milliseconds(2000));
   const Host &a = host(1), &b = host(8);
   converse(a, b);
-  fabric_->attach(a.name, 6, 1);  // h1 unplugged from s4:1, now on s6:1 (h5's port is taken over)
+  // Plugged into s6:1 (h5's port is taken over) while s4:1 is still up: a claim, not a move.
+  fabric_->attach(a.name, 6, 1);
+  fabric_->send(a.name, pkt::arp_request(a.mac, a.ip, b.ip));
+  EXPECT_EQ(svc_->core().host(a.mac.value)->at, (PortRef{4, 1}));
+  EXPECT_EQ(svc_->core().figures().host_claims_refused, 1u);
+  // Unplugged from s4:1 (the port goes down, and the host with it): learned at its new port.
+  fabric_->port_down(4, 1);
+  fabric_->advance(milliseconds(1100));  // each shard reports an unchanged sighting once a second
   fabric_->send(a.name, pkt::arp_request(a.mac, a.ip, b.ip));
   ASSERT_TRUE(svc_->core().host(a.mac.value));
   EXPECT_EQ(svc_->core().host(a.mac.value)->at, (PortRef{6, 1}));
-  EXPECT_EQ(svc_->figures().host_moves, 1u);
+  EXPECT_EQ(svc_->core().figures().hosts_removed, 1u);
   expect_only(fabric_->send(b.name, pkt::icmp_echo(b.mac, a.mac, b.ip, a.ip, false, 1, 9)), a);
 }
 

@@ -278,7 +278,7 @@ TEST_F(Core, PortStatusDownRemovesTheLinkAtOnceAndUpProbesAgain) {
   EXPECT_FALSE(core_.role({1, 2}).has_value());
 }
 
-TEST_F(Core, HostsAreLearnedOnlyOnEdgePortsAndMovesAreReported) {
+TEST_F(Core, HostsAreLearnedOnlyOnEdgePortsAndAClaimFromAnotherEdgePortIsRefused) {
   two_switches();
   core_.lldp_received({1, 2}, {2, 1}, now_);
   core_.host_seen(0xa1, 0x0a000001, {1, 1}, now_);  // still pending
@@ -292,14 +292,38 @@ TEST_F(Core, HostsAreLearnedOnlyOnEdgePortsAndMovesAreReported) {
   ASSERT_TRUE(core_.host(0xa1));
   EXPECT_EQ(core_.host(0xa1)->at, (PortRef{1, 1}));
   core_.host_seen(0xa1, 0x0a000001, {1, 1}, now_);  // same place: nothing new
+  // Its MAC on s2:2 while s1:1 is still an edge: somebody claiming it, not a move.
   core_.host_seen(0xa1, 0x0a000001, {2, 2}, now_);
-  EXPECT_EQ(core_.host(0xa1)->at, (PortRef{2, 2}));
+  EXPECT_EQ(core_.host(0xa1)->at, (PortRef{1, 1}));
+  EXPECT_EQ(core_.figures().host_claims_refused, 1u);
+  // Its address from another MAC: refused too, and that MAC is not learned.
+  core_.host_seen(0xb2, 0x0a000001, {2, 2}, now_);
+  EXPECT_FALSE(core_.host(0xb2));
+  EXPECT_EQ(core_.figures().ip_claims_refused, 1u);
+  // Another source address from the host itself (ip addr add): it keeps its own.
+  core_.host_seen(0xa1, 0x0a00c801, {1, 1}, now_);
+  EXPECT_EQ(core_.host(0xa1)->ipv4, 0x0a000001u);
+  EXPECT_EQ(core_.figures().ip_changes_refused, 1u);
   auto ch = core_.take_changes();
-  ASSERT_EQ(ch.hosts.size(), 2u);
+  ASSERT_EQ(ch.hosts.size(), 1u);
   EXPECT_EQ(ch.hosts[0].state, "up");
-  EXPECT_EQ(ch.hosts[1].state, "moved");
-  EXPECT_EQ(ch.hosts[1].from, (PortRef{1, 1}));
-  EXPECT_EQ(core_.figures().host_moves, 1u);
+  // Unplugged from s1:1 (port down: the host goes with it), then seen on s2:2: learned there.
+  core_.port_status(1, port(1, false), false, now_);
+  EXPECT_FALSE(core_.host(0xa1));
+  core_.host_seen(0xa1, 0x0a000001, {2, 2}, now_);
+  ASSERT_TRUE(core_.host(0xa1));
+  EXPECT_EQ(core_.host(0xa1)->at, (PortRef{2, 2}));
+  ch = core_.take_changes();
+  ASSERT_EQ(ch.hosts.size(), 2u);
+  EXPECT_EQ(ch.hosts[0].state, "gone");
+  EXPECT_EQ(ch.hosts[1].state, "up");
+  // Once gone, its address is free for another MAC.
+  core_.port_status(2, port(2, false), false, now_);
+  core_.port_status(2, port(2, true), false, now_);
+  at(4500);  // settled as an edge again
+  core_.host_seen(0xb2, 0x0a000001, {2, 2}, now_);
+  ASSERT_TRUE(core_.host(0xb2));
+  EXPECT_EQ(core_.host(0xb2)->at, (PortRef{2, 2}));
   core_.host_seen(0x010000000001ULL, 0, {1, 1}, now_);  // multicast source: never a host
   EXPECT_EQ(core_.figures().hosts, 1u);
 }
