@@ -71,6 +71,11 @@ std::optional<ofp::ActionList> FakeSwitch::lookup_actions(pkt::ByteView frame, u
 bool FakeSwitch::process(pkt::ByteView frame, uint32_t in_port) {
   const FlowEntry* e = lookup(frame, in_port);
   if (e == nullptr) return false;
+  // A flow whose only action sends to the controller (CPAM's allow rules): as a miss, the fabric
+  // raises the PacketIn.
+  if (const auto acts = e->actions(); acts.size() == 1)
+    if (const auto* o = std::get_if<ofp::ActionOutput>(&acts[0]); o != nullptr && o->port == ofp::port::kController)
+      return false;
   run_actions(e->actions(), frame, in_port);
   return true;
 }

@@ -251,7 +251,8 @@ struct Host {
 // s1 core; s2, s3 aggregation; s4..s7 edges on both aggs; 2 hosts per edge (ports 1-2).
 class CpamFabric : public ::testing::Test {
  protected:
-  void build(unsigned shards, RuntimeMode mode) {
+  // The first `protected_hosts` hosts are protected; the rest are ordinary stations.
+  void build(unsigned shards, RuntimeMode mode, size_t protected_hosts = 8) {
     backends_ = std::make_shared<data::Backends>(data::make_inproc_updates(), nullptr);
     auto topo_due = std::make_shared<data::Due>(backends_);
     (void)topo_due->init("topology", data::kProducer, {}, {{"network/topology/**", std::nullopt}});
@@ -272,7 +273,7 @@ class CpamFabric : public ::testing::Test {
     cfg_.batch_hosts = 3;
     cfg_.batch_delay = mode == RuntimeMode::kCooperative ? milliseconds(0) : milliseconds(150);
     cfg_.mode = mode;
-    for (const auto& h : hosts_) cfg_.hosts.push_back({h.name, h.ip.value});
+    for (size_t i = 0; i < protected_hosts && i < hosts_.size(); ++i) cfg_.hosts.push_back({hosts_[i].name, hosts_[i].ip.value});
     svc_ = std::make_shared<CpamService>(cfg_, cpam_due, nullptr);
     auto sub = cpam_due->observe("network/cpam/rotation", [this](const data::RecordPtr&) { ++rotations_; });
     ASSERT_TRUE(sub);
@@ -572,6 +573,31 @@ TEST_F(CpamFabric, TheSourceGuardDropsAddressesAndMacsNotBoundToThePort) {
   fabric_->advance(cfg_.spoof_drop + milliseconds(1100));
   EXPECT_EQ(spoof_rules(), 0u);
   EXPECT_EQ(svc_->stats_json()["guard"]["spoof_dropped"].get<uint64_t>(), 2u) << "the repeats of 10.0.200.1 and h8's MAC";
+}
+
+TEST_F(CpamFabric, RealAddressesAnswerOnlyTheAllowedInfrastructure) {
+  cfg_.real_allowed_from = {pkt::ipv4(10, 0, 0, 8).value};
+  build(2, RuntimeMode::kSharded, 6);  // h7 and h8 are not protected; h8 is infrastructure
+  auto ping = [&](int from, int to, uint16_t seq) {
+    return fabric_->send(host(from).name, pkt::icmp_echo(host(from).mac, host(to).mac, host(from).ip, host(to).ip,
+                                                         false, 1, seq));
+  };
+  // h8 reaches h1's real address: its first packet goes to the controller (the allow rule),
+  // forwarding installs its path, and the next one rides the flows.
+  fabric_->clear_deliveries();
+  EXPECT_GE(ping(8, 1, 1).packet_ins, 1u);
+  EXPECT_TRUE(received("h1"));
+  fabric_->clear_deliveries();
+  EXPECT_EQ(ping(8, 1, 2).packet_ins, 0u);
+  EXPECT_TRUE(received("h1"));
+  // h7, next to it but not listed, does not: dropped on its own switch.
+  fabric_->clear_deliveries();
+  EXPECT_EQ(ping(7, 1, 3).packet_ins, 0u);
+  EXPECT_FALSE(received("h1"));
+  // The blocks hold only protected addresses: h7 still reaches h8 as any station.
+  fabric_->clear_deliveries();
+  ping(7, 8, 4);
+  EXPECT_TRUE(received("h8"));
 }
 
 TEST_F(CpamFabric, AForgedVipSourceOnTheVipOwnersSwitchIsDroppedAtTheEdgePort) {
