@@ -102,6 +102,20 @@ class Runtime {
   // from that thread, else posted. False (fn dropped) when no switch of that dpid is up; a
   // switch that goes away before a posted `fn` runs drops it too.
   virtual bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) = 0;
+  // Run to completion (docs/runtime.md, "Replies across shards"): `batch` and a barrier go to
+  // switch `dpid` from the calling thread, whichever shard owns it, so a reply never waits for
+  // the owner's thread to wake up. `queued` runs as soon as the batch is on the wire or queued
+  // for it (on the calling thread; on the owner's when the runtime had to post it there: TLS,
+  // the low lane, or [southbound] cross_shard = "post"); `done` runs on the owner's shard when
+  // the barrier reply, an ERROR or the disconnect settles the batch. False (neither runs) when
+  // no switch of that dpid is up. The default goes through with_switch.
+  virtual bool send_batch_to(uint64_t dpid, std::vector<ofp::Body> batch, Lane lane, BatchCallback done,
+                             std::function<void()> queued = {}) {
+    return with_switch(dpid, [b = std::move(batch), lane, d = std::move(done), q = std::move(queued)](SwitchContext& sw) mutable {
+      sw.send_batch(std::move(b), lane, std::move(d));
+      if (q) q();
+    });
+  }
   // Whether the apps of this instance act on switch `dpid`: it is up here (connected, set up,
   // and in a cluster mastered by this instance, docs/cluster.md). A path that crosses a switch
   // another instance masters stops at the boundary; that instance continues it from the

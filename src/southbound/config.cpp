@@ -37,6 +37,13 @@ SouthboundConfig southbound_config_from(core::Config& cfg) {
   c.echo_rate_limit = static_cast<uint32_t>(cfg.get_int(s, "echo_rate_limit", c.echo_rate_limit, 1, 1 << 24));
   c.miss_send_len = static_cast<uint16_t>(cfg.get_int(s, "miss_send_len", c.miss_send_len, 0, 0xffff));
   c.clear_flows_on_connect = cfg.get_bool(s, "clear_flows_on_connect", c.clear_flows_on_connect);
+  if (const std::string x = cfg.get_string(s, "cross_shard", "direct"); x == "direct") {
+    c.cross_shard = CrossShard::kDirect;
+  } else if (x == "post") {
+    c.cross_shard = CrossShard::kPost;
+  } else {
+    cfg.add_problem("southbound.cross_shard: '" + x + "' is not \"direct\" or \"post\"");
+  }
   read_tls_settings(cfg, c.tls);
   read_dos_settings(cfg, c.dos);
   if (c.echo_timeout <= c.echo_interval)

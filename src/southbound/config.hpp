@@ -22,6 +22,8 @@ struct TlsSettings {
   bool verify_peer = true;   // require and verify the switch's certificate (mutual TLS)
 };
 
+enum class CrossShard : uint8_t { kDirect, kPost };
+
 struct SouthboundConfig {
   std::string listen_address = "127.0.0.1";
   uint16_t listen_port = 6653;
@@ -36,6 +38,10 @@ struct SouthboundConfig {
   uint32_t echo_rate_limit = 1000;                     // ECHO_REQUESTs answered per second
   uint16_t miss_send_len = 0xffff;                     // SET_CONFIG; 0xffff = whole packet, no buffer
   bool clear_flows_on_connect = true;                  // delete all flows before table-miss install
+  // Runtime::send_batch_to for another shard's switch: written from the calling thread
+  // (kDirect, run to completion) or posted to the owner's thread (kPost, the ablation's
+  // baseline). TLS connections and low-lane batches are always posted.
+  CrossShard cross_shard = CrossShard::kDirect;
   TlsSettings tls;                                     // off: plain TCP
   DosSettings dos;                                     // PacketIn limiter + table-miss meters
 };

@@ -21,7 +21,6 @@ constexpr size_t kReadChunk = 64 * 1024;
 constexpr size_t kMaxFreeChunks = 64;               // pooled low-lane chunk buffers
 constexpr size_t kMaxPooledChunkBytes = 256 * 1024; // larger ones are freed, not pooled
 
-size_t type_index(ofp::Type t) { return std::min<size_t>(static_cast<size_t>(t), 30); }
 
 }  // namespace
 
@@ -106,6 +105,7 @@ void Connection::close(std::string_view reason) {
   auto requests = std::move(requests_);
   requests_.clear();
   for (auto& [xid, cb] : requests) cb(nullptr, nullptr, false);
+  remote_settle_all();
 
   // A connection a newer one of the same dpid replaced does not report a disconnect: the
   // arbiter already heard switch_connected (or will) from the newer one.
@@ -414,6 +414,7 @@ void Connection::run_setup(bool clear_flows) {
 
 void Connection::on_up() {
   state_ = State::kUp;
+  remote_open();
   was_up_ = true;
   handshake_done_ = true;
   counters_.switches_up.add(1);
@@ -559,6 +560,7 @@ void Connection::to_standby(const char* why) {
   if (state_ != State::kUp && state_ != State::kConfiguring) return;
   const bool was_up = state_ == State::kUp;
   state_ = State::kStandby;
+  remote_shut();
   ++setup_epoch_;  // a set-up still in flight no longer brings the switch up
   counters_.role_demoted.inc();
   publish_summary();
@@ -584,6 +586,7 @@ void Connection::on_error(uint32_t xid, const ofp::ErrorMsg& e) {
   counters_.err_from_switch.inc();
   // 6.3.6: a slave's writes are refused; another instance holds a newer generation.
   if (arbiter_ && e.type == ofp::err::kBadRequest && e.code == ofp::err::kBrcIsSlave) on_is_slave(xid);
+  if (remote_error(xid, e)) return;  // a batch another shard sent
   for (auto& b : batches_) {
     if (xid >= b.first_xid && xid <= b.barrier_xid) {
       if (b.result.ok) {
@@ -607,10 +610,11 @@ void Connection::on_error(uint32_t xid, const ofp::ErrorMsg& e) {
 }
 
 void Connection::on_barrier_reply(uint32_t xid) {
+  if (remote_barrier(xid)) return;  // a batch another shard sent settles by its own barrier alone
   // Barriers are answered in order (6.2): every batch whose barrier was sent no later than
   // this one is settled. xids increase in send order (serial-number comparison for wrap), so
   // a barrier an app sent on its own settles the batches before it and none after it.
-  while (!batches_.empty() && static_cast<int32_t>(batches_.front().barrier_xid - xid) <= 0) {
+  while (!batches_.empty() && xid_not_after(batches_.front().barrier_xid, xid)) {
     PendingBatch b = std::move(batches_.front());
     batches_.pop_front();
     batch_xids_ -= b.barrier_xid - b.first_xid + 1;
@@ -644,7 +648,7 @@ void Connection::reply_error(const ofp::Error& e, std::span<const uint8_t> offen
 // ---- write side -------------------------------------------------------------------------
 
 uint32_t Connection::next_xid() {
-  if (++xid_ == 0) ++xid_;
+  if (++xid_ >= kRemoteXid) xid_ = 1;  // the top half is the remote side's
   return xid_;
 }
 
@@ -715,7 +719,7 @@ void Connection::send_batch(std::vector<ofp::Body> batch, Lane lane, BatchCallba
   }
   // Contiguous xids: the batch is [first, barrier]; an ERROR with an xid in that range
   // belongs to it.
-  if (xid_ > UINT32_MAX - batch.size() - 2) xid_ = 0;
+  if (xid_ > kRemoteXid - 1 - batch.size() - 2) xid_ = 0;
   const uint32_t first = xid_ + 1;
   ofp::Bytes* buf = &hi_;
   if (lane == Lane::kLow) {
@@ -773,16 +777,28 @@ void Connection::schedule_flush() {
 
 void Connection::flush() {
   if (writing_ || state_ == State::kClosed) return;
-  if (hi_.empty() && lo_.empty()) {
-    if (closing_) close(close_reason_);
-    return;
-  }
   // Buffers are swapped and recycled, never freed, so a steady flow of replies allocates
   // nothing: the high lane alternates between two buffers, low-lane chunks return to a pool.
   recycle_inflight();
+  bool idle = false;
+  {
+    // What remote threads left (possibly the rest of a message already half on the wire) goes
+    // first; from here until the write completes they queue behind it instead of writing.
+    std::lock_guard lk(wmu_);
+    remote_inflight_.swap(remote_tail_);
+    idle = hi_.empty() && lo_.empty() && remote_inflight_.empty();
+    if (!idle) wbusy_ = true;
+  }
+  if (idle) {
+    if (closing_) close(close_reason_);
+    return;
+  }
   bufs_.clear();
   uint32_t msgs = 0;
   size_t bytes = 0;
+  if (!remote_inflight_.empty()) {
+    bufs_.emplace_back(asio::buffer(remote_inflight_));  // counted when the remote thread queued it
+  }
   if (!hi_.empty()) {
     std::swap(hi_, hi_inflight_);
     bufs_.emplace_back(asio::buffer(hi_inflight_));
@@ -816,6 +832,10 @@ void Connection::flush() {
   // A span, not the vector: asio keeps a copy of the buffer sequence for the operation.
   transport_.async_write(std::span<const asio::const_buffer>(bufs_), [self = shared_from_this()](const std::error_code& ec, size_t) {
     self->writing_ = false;
+    {
+      std::lock_guard lk(self->wmu_);
+      self->wbusy_ = false;
+    }
     if (self->state_ == State::kClosed) return;
     if (ec) {
       self->close(ec.message());
@@ -834,6 +854,7 @@ ofp::Bytes Connection::take_chunk() {
 
 void Connection::recycle_inflight() {
   hi_inflight_.clear();
+  remote_inflight_.clear();
   for (auto& b : lo_inflight_) {
     if (lo_free_.size() < kMaxFreeChunks && b.capacity() <= kMaxPooledChunkBytes) {
       b.clear();

@@ -7,8 +7,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <algorithm>
+#include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -28,6 +32,14 @@ namespace sdn::southbound {
 
 class Controller;
 struct ShardState;
+
+// Counter slot of a message type (the last slot counts types the codec does not know).
+inline size_t type_index(ofp::Type t) { return std::min<size_t>(static_cast<size_t>(t), 30); }
+// Serial order of the owner's xids (31 bits: the top half is the remote side's): a <= b.
+inline bool xid_not_after(uint32_t a, uint32_t b) {
+  const uint32_t d = (b - a) & 0x7fff'ffffu;
+  return d < 0x4000'0000u;
+}
 
 class Connection final : public SwitchContext, public std::enable_shared_from_this<Connection> {
  public:
@@ -58,6 +70,20 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   void send(ofp::Body body, Lane lane = Lane::kHigh) override;
   void send_batch(std::vector<ofp::Body> batch, Lane lane, BatchCallback done) override;
   void send_request(ofp::Body request, ReplyCallback on_reply) override;
+
+  // Run to completion across shards (remote_send.cpp, docs/runtime.md): a batch (+ a barrier)
+  // for this switch from another shard's thread, encoded on that thread and written to the
+  // socket from it when none of this connection's bytes are being written (plain TCP);
+  // otherwise it waits for the owner's write in progress, which takes it next. No hop to this
+  // shard's thread sits in front of it. `done` runs on this connection's shard when the barrier
+  // reply (or an ERROR, or the disconnect) settles it. Any thread. kNotUp: the connection is not
+  // up, or is TLS (nothing sent, `done` not called: post instead); kRefused: a cap was hit
+  // (`done` was called with the error).
+  enum class RemoteResult : uint8_t { kSent, kNotUp, kRefused };
+  RemoteResult send_batch_remote(std::vector<ofp::Body>& batch, BatchCallback& done);
+  // xids of remote batches have the top bit set (a 30-bit counter below it); the owner's own
+  // never do, so a barrier reply or an ERROR names its side by its xid alone.
+  static constexpr uint32_t kRemoteXid = 0x8000'0000;
 
  private:
   struct PendingBatch {
@@ -174,6 +200,25 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   size_t batch_xids_ = 0;
   std::unordered_map<uint32_t, ReplyCallback> requests_;
   PinLimiter pin_limiter_{cfg_.dos};  // PacketIn admission (pin_limiter.hpp), before decoding
+
+  // Remote (cross-shard) side, remote_send.cpp. wmu_ guards these and the socket's write side:
+  // a remote thread writes only while the owner has no write in flight (wbusy_), and the owner
+  // starts one only under wmu_. Bytes the socket did not take (remote_tail_, possibly the rest
+  // of a message) go first in the owner's next write.
+  void remote_open();                  // on_up, plain TCP: remote sends allowed
+  void remote_shut();                  // close / standby: no more remote sends
+  void remote_settle_all();            // close: every remote batch settles as disconnected
+  bool remote_barrier(uint32_t xid);   // true: a remote batch's barrier reply, handled
+  bool remote_error(uint32_t xid, const ofp::ErrorMsg& e);
+  std::mutex wmu_;
+  int fd_ = -1;                        // the TCP socket while remote sends are allowed, else -1
+  bool wbusy_ = false;                 // the owner's write is in flight
+  bool remote_flush_posted_ = false;
+  ofp::Bytes remote_tail_;
+  ofp::Bytes remote_inflight_;         // owner thread only: the tail taken into its write
+  std::map<uint32_t, PendingBatch> remote_batches_;  // by barrier xid
+  size_t remote_xids_ = 0;
+  std::atomic<uint32_t> remote_seq_{0};
 };
 
 }  // namespace sdn::southbound

@@ -70,6 +70,47 @@ bool Controller::with_switch(uint64_t dpid, std::function<void(SwitchContext&)> 
   return true;
 }
 
+bool Controller::send_batch_to(uint64_t dpid, std::vector<ofp::Body> batch, Lane lane, BatchCallback done,
+                               std::function<void()> queued) {
+  std::shared_ptr<Connection> conn;
+  unsigned shard = 0;
+  {
+    std::lock_guard lock(reg_mu_);
+    auto it = registry_.find(dpid);
+    if (it == registry_.end() || !it->second.summary.up) return false;
+    conn = it->second.conn.lock();
+    shard = it->second.summary.shard;
+  }
+  if (stopping_ || shard >= shards_.size() || !conn) return false;
+  core::Shard& target = *shards_[shard]->shard;
+  if (target.on_shard()) {
+    if (conn->state() != Connection::State::kUp) return false;
+    conn->send_batch(std::move(batch), lane, std::move(done));
+    if (queued) queued();
+    return true;
+  }
+  // Another shard's switch: written from here (remote_send.cpp) unless it must be posted.
+  if (lane == Lane::kHigh && cfg_.cross_shard == CrossShard::kDirect) {
+    switch (conn->send_batch_remote(batch, done)) {
+      case Connection::RemoteResult::kSent:
+      case Connection::RemoteResult::kRefused:
+        if (queued) queued();
+        return true;
+      case Connection::RemoteResult::kNotUp:
+        break;  // TLS, or not up (yet): the owner's thread decides
+    }
+  }
+  counters_->remote_posted.inc();
+  std::weak_ptr<Connection> weak = conn;
+  target.post([this, weak, b = std::move(batch), lane, d = std::move(done), q = std::move(queued)]() mutable {
+    auto c = weak.lock();
+    if (stopping_ || !c || c->state() != Connection::State::kUp) return;
+    c->send_batch(std::move(b), lane, std::move(d));
+    if (q) q();
+  });
+  return true;
+}
+
 bool Controller::is_up(uint64_t dpid) const {
   if (!arbiter_) return true;
   std::lock_guard lock(reg_mu_);

@@ -87,6 +87,8 @@ class Controller final : public Runtime, public RoleSink {
   unsigned current_shard() const override;
   void post(unsigned shard, std::function<void()> fn) override;
   bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) override;
+  bool send_batch_to(uint64_t dpid, std::vector<ofp::Body> batch, Lane lane, BatchCallback done,
+                     std::function<void()> queued = {}) override;
   // Without an arbiter always true (as the default); with one, whether `dpid` is up here, i.e.
   // this instance is its confirmed master and set it up.
   bool is_up(uint64_t dpid) const override;

@@ -45,6 +45,13 @@ struct Counters {
   core::Counter& batches_ok;
   core::Counter& batches_failed;
   core::Counter& accept_errors;
+  // Batches sent from another shard's thread (remote_send.cpp): written by that thread at once,
+  // left (partly) for the owner's next write, refused at a cap; and posted to the owner instead
+  // (TLS, a low-lane batch, or [southbound] cross_shard = "post").
+  core::Counter& remote_direct;
+  core::Counter& remote_queued;
+  core::Counter& remote_refused;
+  core::Counter& remote_posted;
   // PacketIn admission (pin_limiter.hpp): drops per bucket that was empty, ARP/LLDP admitted
   // on their own budget, frames too malformed to peek (left to the decoder).
   core::Counter& pin_dropped_port;

@@ -656,31 +656,31 @@ bool Cpam::install(Binding& b, const ofp::PacketIn& pin, bool from_client, Clock
   auto svc = svc_;
   const unsigned owner = b.owner;
   const uint64_t id = b.id;
+  // Run to completion: every switch's batch goes out from this thread, the switches of other
+  // shards included (Runtime::send_batch_to); the confirm is bookkeeping, posted to the owner
+  // after the barrier reply, never in front of the reply.
   for (auto& sb : plan.switches) {
     const uint8_t bits = sb.first_hop_bits;
-    auto send = [svc, left, unconfirmed, rx, rotating, owner, id, bits, rt = rt_,
-                 sb = std::move(sb)](SwitchContext& sw) mutable {
-      sb.attach_frame();
-      sw.send_batch(std::move(sb.batch), southbound::Lane::kHigh,
-                   [svc, unconfirmed, rx, owner, id, bits, rt](const southbound::BatchResult& r) {
-                     if (r.ok && bits != 0 && rt != nullptr)
-                       rt->post(owner, [svc, owner, id, bits] {
-                         if (Cpam* t = svc->instance(owner)) t->confirm(id, bits);
-                       });
-                     if (unconfirmed->fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - rx).count();
-                       svc->setup_confirmed_->record(static_cast<uint64_t>(std::max<int64_t>(ns, 0)));
-                     }
-                   });
-      // RPPT: the last FlowMod/PacketOut of this event is queued for the write at the end of
-      // this loop turn (the gathered write of the switch's shard).
-      if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        svc->record_rppt(rx, "setup", rotating,
-                         svc->samples_ != nullptr && rt != nullptr ? svc->instance(rt->current_shard()) : nullptr);
+    sb.attach_frame();
+    auto done = [svc, unconfirmed, rx, owner, id, bits, rt = rt_, frame = sb.frame](const southbound::BatchResult& r) {
+      if (r.ok && bits != 0 && rt != nullptr)
+        rt->post(owner, [svc, owner, id, bits] {
+          if (Cpam* t = svc->instance(owner)) t->confirm(id, bits);
+        });
+      if (unconfirmed->fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - rx).count();
+        svc->setup_confirmed_->record(static_cast<uint64_t>(std::max<int64_t>(ns, 0)));
       }
     };
-    const uint64_t dpid = sb.dpid;
-    if (rt_ == nullptr || !rt_->with_switch(dpid, std::move(send))) {
+    // RPPT: the last FlowMod/PacketOut of this event is on the wire or queued for its switch's
+    // next write.
+    auto queued = [svc, left, rx, rotating, rt = rt_] {
+      if (left->fetch_sub(1, std::memory_order_acq_rel) == 1)
+        svc->record_rppt(rx, "setup", rotating,
+                         svc->samples_ != nullptr && rt != nullptr ? svc->instance(rt->current_shard()) : nullptr);
+    };
+    if (rt_ == nullptr ||
+        !rt_->send_batch_to(sb.dpid, std::move(sb.batch), southbound::Lane::kHigh, std::move(done), std::move(queued))) {
       left->fetch_sub(1);
       unconfirmed->fetch_sub(1);
     }
@@ -730,15 +730,12 @@ void Cpam::repair(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed
   }
   repairs_.inc();
   for (auto& sb : plan.switches) {
-    const uint64_t dpid = sb.dpid;
-    auto send = [sb = std::move(sb)](SwitchContext& s) mutable {
-      sb.attach_frame();
-      s.send_batch(std::move(sb.batch), southbound::Lane::kHigh, [](const southbound::BatchResult&) {});
-    };
-    if (dpid == sw.dpid()) {
-      send(sw);
+    sb.attach_frame();
+    auto done = [frame = sb.frame](const southbound::BatchResult&) {};  // keeps the PacketOut's bytes
+    if (sb.dpid == sw.dpid()) {
+      sw.send_batch(std::move(sb.batch), southbound::Lane::kHigh, std::move(done));
     } else if (rt_ != nullptr) {
-      rt_->with_switch(dpid, std::move(send));
+      rt_->send_batch_to(sb.dpid, std::move(sb.batch), southbound::Lane::kHigh, std::move(done));  // from this thread
     }
   }
   record_rppt(rx, "repair");

@@ -277,23 +277,21 @@ void FabricForwarding::provision(SwitchContext& sw, const ofp::PacketIn& pin, co
     flows_installed_.inc();
     // The last hop's PacketOut comes from the controller unless it is also the first switch.
     const uint32_t po_in_port = first ? hop.in_port : ofp::port::kController;
-    auto send = [this, job, fm = std::move(fm), frame = last ? frame : nullptr, po_in_port,
-                 out](SwitchContext& s) mutable {
-      std::vector<ofp::Body> batch;
-      batch.emplace_back(std::move(fm));
-      if (frame) {
-        ofp::PacketOut po;
-        po.in_port = po_in_port;
-        po.data = *frame;
-        po.actions.push_back(ofp::ActionOutput{out});
-        batch.emplace_back(std::move(po));  // encoded by send_batch before `frame` can go
-      }
-      s.send_batch(std::move(batch), southbound::Lane::kHigh,
-                   [this, job](const southbound::BatchResult& r) { hop_done(job, r.ok); });
-    };
+    std::vector<ofp::Body> batch;
+    batch.emplace_back(std::move(fm));
+    const auto hop_frame = last ? frame : nullptr;
+    if (hop_frame) {
+      ofp::PacketOut po;
+      po.in_port = po_in_port;
+      po.data = *hop_frame;
+      po.actions.push_back(ofp::ActionOutput{out});
+      batch.emplace_back(std::move(po));
+    }
+    // `done` keeps the PacketOut's bytes alive until the batch is encoded wherever it is.
+    auto done = [this, job, hop_frame](const southbound::BatchResult& r) { hop_done(job, r.ok); };
     if (hop.dpid == sw.dpid()) {
-      send(sw);
-    } else if (rt_ == nullptr || !rt_->with_switch(hop.dpid, std::move(send))) {
+      sw.send_batch(std::move(batch), southbound::Lane::kHigh, std::move(done));
+    } else if (rt_ == nullptr || !rt_->send_batch_to(hop.dpid, std::move(batch), southbound::Lane::kHigh, std::move(done))) {
       hop_done(job, false);  // that switch is gone
     }
   }
