@@ -33,12 +33,14 @@
 #   --keep-s S        keep the fabric and controller up S seconds before teardown (to look at
 #                     the dashboard; default 0)
 #   --no-ipv6         hosts without IPv6 (default: dual-stack, link-local + ULA, testbed --ipv6)
+#   --cross-shard M   direct (default: a reply to another shard's switch leaves from the thread
+#                     that read the PacketIn) or post (hop to the owner's thread; the ablation)
 set -Eeuo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$SDN_ROOT"
 
 SETUP=1 HOSTS="" SHAPE=campus FANOUT=2 COUNT=5 SHARDS="" RUNTIME=sharded INTERVAL_MS=10000
-BATCH=4 BATCH_DELAY_MS=150 CLIENTS=4 RATE=5 API_LISTEN="" KEEP_S=0 IPV6=1
+BATCH=4 BATCH_DELAY_MS=150 CLIENTS=4 RATE=5 API_LISTEN="" KEEP_S=0 IPV6=1 CROSS_SHARD=direct
 while (($#)); do
   case $1 in
     --no-setup) SETUP=0; shift ;;
@@ -55,8 +57,9 @@ while (($#)); do
     --api) API_LISTEN=$2; shift 2 ;;
     --keep-s) KEEP_S=$2; shift 2 ;;
     --no-ipv6) IPV6=0; shift ;;
+    --cross-shard) CROSS_SHARD=$2; shift 2 ;;
     --shards) SHARDS=$2; shift 2 ;;
-    -h|--help) sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -187,6 +190,8 @@ zone = "$ZONE"
 dns_ip = "$DNS_IP"
 hosts_file = "$WORK/hosts.txt"
 rppt_samples = "$WORK/rppt.csv"
+[southbound]
+cross_shard = "$CROSS_SHARD"
 EOF
 sed 's/^/    /' "$CONF"
 "$SDNATOR" --version

@@ -8,14 +8,14 @@
 # Writes OUT/report.json, the figures, report.html and report.md (scripts/ofbench_report.py).
 #
 #   bash scripts/ofbench_compare.sh [--out DIR] [--hosts N] [--interval-ms T] [--duration S]
-#        [--lambda L] [--batch B] [--quick] [--skip cpam,learning,rfc]
+#        [--lambda L] [--batch B] [--quick] [--skip cpam,learning,rfc] [--shard-counts 4,8]
 # Default: 500 hosts (19 switches), T = 10 s, Table 1 batches (20 hosts, 150 ms apart), 40 s per
 # CPAM run. --quick: seconds per run.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 OUT="$SDN_ROOT/docs/ofbench"
-HOSTS=500 INTERVAL_MS=10000 DURATION=40 LAMBDA=50 BATCH=20 QUICK=0 SKIP="" EXTRA_CPAM=""
+HOSTS=500 INTERVAL_MS=10000 DURATION=40 LAMBDA=50 BATCH=20 QUICK=0 SKIP="" EXTRA_CPAM="" SHARD_COUNTS=""
 while (($#)); do
   case $1 in
     --out) OUT=$2; shift 2 ;;
@@ -26,6 +26,7 @@ while (($#)); do
     --batch) BATCH=$2; shift 2 ;;
     --cpam-extra) EXTRA_CPAM=$2; shift 2 ;;   # more [cpam] TOML lines, e.g. 'vip_range = "10.128.0.0/11"'
     --quick) QUICK=1; shift ;;
+    --shard-counts) SHARD_COUNTS=$2; shift 2 ;;  # e.g. 4,8: more sharded runs with that many shards
     --skip) SKIP=$2; shift 2 ;;
     -h|--help) sed -n 2,13p "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
@@ -81,9 +82,18 @@ skip() { [[ ",$SKIP," == *",$1,"* ]]; }
 # ---- CPAM: three runtime modes, same config -------------------------------------------------
 if ! skip cpam; then
   "$BIN/ofbench" --mode cpam --topology campus --hosts "$HOSTS" --edges "$EDGES" --aggs "$AGGS" --write-hosts "$WORK/hosts.txt" >/dev/null
-  for variant in sharded cooperative cooperative-yield; do
+  # sharded: replies to another shard's switch leave from the thread that read the PacketIn
+  # (cross_shard = direct); sharded-post: the old hop to the owner's thread; sharded-xN: N shards
+  # on this machine's cores (--shard-counts).
+  variants=(sharded sharded-post cooperative cooperative-yield)
+  for n in ${SHARD_COUNTS//,/ }; do variants+=("sharded-x$n"); done
+  for variant in "${variants[@]}"; do
     runtime=${variant%-yield}
+    runtime=${runtime%-post}
+    runtime=${runtime%-x*}
     yield=false; [[ $variant == *-yield ]] && yield=true
+    cross=direct; [[ $variant == *-post ]] && cross=post
+    shard_args=(); [[ $variant == *-x* ]] && shard_args=(--shards "${variant##*-x}")
     port=$(free_port)
     cat >"$WORK/cpam-$variant.toml" <<EOF
 [controller]
@@ -97,10 +107,12 @@ rotation_interval_ms = $INTERVAL_MS
 rotation_batch = $BATCH
 hosts_file = "$WORK/hosts.txt"
 $EXTRA_CPAM
+[southbound]
+cross_shard = "$cross"
 EOF
     log "ofbench_compare: cpam $variant ($HOSTS hosts, T = $INTERVAL_MS ms, $DURATION s, lambda $LAMBDA/s)"
     start_ctl "cpam-$variant" "$port" "$BIN/sdnator" run -c "$WORK/cpam-$variant.toml" --listen "127.0.0.1:$port" \
-      --stats-file "$WORK/stats-$variant.json" --log-level warn
+      --stats-file "$WORK/stats-$variant.json" --log-level warn "${shard_args[@]}"
     "$BIN/ofbench" --mode cpam --topology campus --hosts "$HOSTS" --edges "$EDGES" --aggs "$AGGS" -c "127.0.0.1:$port" \
       --lambda "$LAMBDA" -d "$DURATION" -w 1 --pid "$CTRL_PID" --controller-stats "$WORK/stats-$variant.json" --max-samples 20000 \
       --json "$WORK/cpam-$variant.json" -q | sed 's/^/  /'

@@ -10,10 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include <nlohmann/json.hpp>
 
 #include "core/metrics.hpp"
 #include "core/shard.hpp"
+#include "southbound/connection.hpp"
 #include "southbound/controller.hpp"
 #include "unit/southbound/raw_switch.hpp"
 #include "fakes/eventually.hpp"
@@ -203,6 +206,114 @@ TEST_F(RuntimeTest, AppsReachOtherShardsSwitchesThroughTheRuntime) {
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(late.load(), 0);
 }
+
+// Run to completion: the shard that read a PacketIn writes the batch for a switch another
+// shard owns itself. With the owner's loop blocked, the FlowMod and its barrier still reach the
+// switch ("direct"); with cross_shard = "post" they wait until the owner runs again. Either way
+// the batch settles on the owner's shard, by its own barrier reply or an ERROR in its range.
+class CrossShard : public RuntimeTest, public ::testing::WithParamInterface<southbound::CrossShard> {};
+
+TEST_P(CrossShard, ABatchForAnotherShardsSwitchAndTheOwnersLoopBlocked) {
+  const bool direct = GetParam() == southbound::CrossShard::kDirect;
+  std::atomic<int> queued_by_reader{0}, done_ok{0}, done_failed{0}, done_off_owner{0};
+  std::atomic<unsigned> owner{99};
+  hooks_.on_packet_in = [&](SwitchContext& sw, const ofp::PacketIn& pin) {
+    Runtime* rt = hooks_.runtime.load();
+    const unsigned reader = rt->current_shard();
+    std::vector<ofp::Body> batch;
+    for (int i = 0; i < 2; ++i) {
+      ofp::FlowMod fm;
+      fm.priority = static_cast<uint16_t>(20 + i);
+      fm.match.set(ofp::OxmField::kInPort, pin.in_port());
+      batch.push_back(fm);
+    }
+    const bool sent = rt->send_batch_to(
+        sw.dpid() == 0xa ? 0xb : 0xa, std::move(batch), Lane::kHigh,
+        [&, rt](const BatchResult& r) {
+          (r.ok ? done_ok : done_failed)++;
+          if (rt->current_shard() != owner.load()) done_off_owner++;
+        },
+        [&, rt, reader] {
+          if (rt->current_shard() == reader) queued_by_reader++;
+        });
+    EXPECT_TRUE(sent);
+  };
+  SouthboundConfig cfg;
+  cfg.cross_shard = GetParam();
+  start(cfg);
+  RawSwitch a(port_), b(port_);
+  ASSERT_TRUE(a.handshake(0xa));
+  ASSERT_TRUE(b.handshake(0xb));
+  ASSERT_TRUE(eventually([&] { return hooks_.ups == 2; }));
+  for (const auto& s : ctl_->switches())
+    if (s.dpid == 0xb) owner = s.shard;
+  ASSERT_NE(owner.load(), 99u);
+  // Block b's shard.
+  std::promise<void> blocked, release;
+  auto released = release.get_future().share();
+  ctl_->post(owner, [&] {
+    blocked.set_value();
+    released.wait();
+  });
+  blocked.get_future().wait();
+  const uint8_t frame[60] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x08, 0x06};
+  a.send(1, packet_in(frame));
+  auto fm = b.recv_type(ofp::Type::kFlowMod, std::chrono::milliseconds(direct ? 2000 : 300));
+  if (direct) {
+    ASSERT_TRUE(fm) << "the FlowMod waited for the blocked owner's loop";
+    ASSERT_TRUE(b.recv_type(ofp::Type::kFlowMod));
+    auto barrier = b.recv_type(ofp::Type::kBarrierRequest);
+    ASSERT_TRUE(barrier);
+    EXPECT_NE(barrier->xid & Connection::kRemoteXid, 0u);
+    ASSERT_TRUE(eventually([&] { return queued_by_reader == 1; })) << "queued on the reader's thread";
+    b.send(fm->xid, ofp::ErrorMsg{ofp::err::kFlowModFailed, 1, {}});  // read by the owner once it runs
+    b.send(barrier->xid, ofp::BarrierReply{});
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(done_ok + done_failed, 0) << "settled off the owner's shard";
+    release.set_value();
+    ASSERT_TRUE(eventually([&] { return done_failed == 1; }));
+    EXPECT_EQ(counter("southbound.remote.direct"), 1u);
+    EXPECT_EQ(counter("southbound.remote.posted"), 0u);
+  } else {
+    EXPECT_FALSE(fm) << "posted: nothing may leave while the owner is blocked";
+    release.set_value();
+    ASSERT_TRUE(b.recv_type(ofp::Type::kFlowMod));
+    ASSERT_TRUE(b.recv_type(ofp::Type::kFlowMod));
+    auto barrier = b.recv_type(ofp::Type::kBarrierRequest);
+    ASSERT_TRUE(barrier);
+    EXPECT_EQ(barrier->xid & Connection::kRemoteXid, 0u);
+    b.send(barrier->xid, ofp::BarrierReply{});
+    ASSERT_TRUE(eventually([&] { return done_ok == 1; }));
+    EXPECT_EQ(queued_by_reader.load(), 0);
+    EXPECT_EQ(counter("southbound.remote.posted"), 1u);
+  }
+  EXPECT_EQ(done_off_owner.load(), 0);
+  // The owner's own traffic and the remote side's share the socket without tearing a message:
+  // 200 PacketIns on each switch, each answered on the other one from the reader's shard.
+  done_ok = done_failed = 0;
+  for (uint32_t i = 0; i < 200; ++i) {
+    a.send(100 + i, packet_in(frame));
+    b.send(1000 + i, packet_in(frame));
+  }
+  const size_t a0 = a.received_of<ofp::BarrierRequest>().size(), b0 = b.received_of<ofp::BarrierRequest>().size();
+  const auto t0 = std::chrono::steady_clock::now();
+  size_t got_a = 0, got_b = 0;
+  while ((got_a < 200 || got_b < 200) && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    b.serve_for(std::chrono::milliseconds(20));
+    a.serve_for(std::chrono::milliseconds(20));
+    got_a = a.received_of<ofp::BarrierRequest>().size() - a0;
+    got_b = b.received_of<ofp::BarrierRequest>().size() - b0;
+  }
+  EXPECT_EQ(got_a, 200u);
+  EXPECT_EQ(got_b, 200u);
+  EXPECT_EQ(a.received_of<ofp::FlowMod>().size(), 2 * got_a) << "every message whole";
+  ASSERT_TRUE(eventually([&] { return done_ok + done_failed >= 400; }));
+  EXPECT_EQ(done_failed.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtime, CrossShard,
+                         ::testing::Values(southbound::CrossShard::kDirect, southbound::CrossShard::kPost),
+                         [](const auto& i) { return i.param == southbound::CrossShard::kDirect ? "Direct" : "Post"; });
 
 TEST_F(RuntimeTest, HelloOfOlderVersionGetsHelloFailedAndClose) {
   start();
