@@ -88,6 +88,7 @@ void Connection::close(std::string_view reason) {
   else SDN_LOG_RATELIMITED(spdlog::level::info, "{} disconnected before its features reply: {}", peer_, reason);  // any peer can cause these
   counters_.closed.inc();
   tick_.cancel();
+  remote_shut();  // before the descriptor closes: no remote thread may write to a reused number
   std::error_code ec;
   transport_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   transport_.close(ec);
