@@ -271,7 +271,8 @@ bool Cpam::guard_check(southbound::SwitchContext& sw, const ofp::PacketIn& pin, 
 
 void Cpam::guard_poll() {
   if (rt_ == nullptr) return;
-  for (const auto& [dpid, _] : guarded_edges_) {
+  for (const auto& entry : guarded_edges_) {
+    const uint64_t dpid = entry.first;  // (a structured binding cannot be captured before C++20 in clang 14)
     rt_->with_switch(dpid, [this, dpid](southbound::SwitchContext& sw) {
       ofp::MultipartRequest req;
       req.type = ofp::MultipartType::kFlow;
