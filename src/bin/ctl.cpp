@@ -383,7 +383,13 @@ int cmd_cpam_status() {
   if (at(*j, "counters").is_object()) {
     fmt::print("\n");
     Table c({{"COUNTER"}, {"VALUE", R}});
-    for (const auto& [k, v] : at(*j, "counters").items()) c.add_row({k, text(v)});
+    for (const auto& [k, v] : at(*j, "counters").items()) {
+      if (!v.is_object()) {
+        c.add_row({k, text(v)});
+        continue;
+      }
+      for (const auto& [k2, v2] : v.items()) c.add_row({k + "." + k2, text(v2)});  // e.g. guard.ipv6_dropped
+    }
     c.print();
   }
   return 0;
