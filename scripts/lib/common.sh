@@ -25,9 +25,15 @@ fmt_ms() { awk -v ms="$1" 'BEGIN { if (ms < 1000) printf "%d ms", ms; else print
 
 # A TCP port on 127.0.0.1 that nothing listens on right now (checked with ss).
 free_port() {
-  local p i
+  # Below the kernel's ephemeral range: a port picked there can be taken by any outgoing
+  # connection (a Redis client, a sentinel) before the server that was meant to bind it starts
+  # (integration.cluster_cpam once failed so: "northbound: cannot listen on 127.0.0.1:44658").
+  local p i lo=32768 span
+  read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+  span=$((lo - 20000))
+  ((span >= 1000)) || span=30000  # an unusual range: fall back to the old choice
   for ((i = 0; i < 200; i++)); do
-    p=$((20000 + (RANDOM * 32768 + RANDOM) % 30000))
+    p=$((20000 + (RANDOM * 32768 + RANDOM) % span))
     if [[ -z $(ss -Htan "( sport = :$p or dport = :$p )" 2>/dev/null) ]]; then
       echo "$p"; return 0
     fi
