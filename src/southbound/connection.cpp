@@ -655,7 +655,7 @@ uint32_t Connection::next_xid() {
 
 size_t Connection::pending_xids() const { return batch_xids_ + requests_.size(); }
 
-bool Connection::enqueue_to(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf) {
+bool Connection::encode_counted(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf) {
   auto r = ofp::encode(xid, body, buf);
   if (!r) {
     counters_.err_encode.inc();
@@ -664,6 +664,11 @@ bool Connection::enqueue_to(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf
     return false;
   }
   counters_.tx_by_type[type_index(ofp::type_of(body))]->inc();
+  return true;
+}
+
+bool Connection::enqueue_to(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf) {
+  if (!encode_counted(xid, body, buf)) return false;
   ++enqueued_;
   return true;
 }

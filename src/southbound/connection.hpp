@@ -128,6 +128,9 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   // Encodes into the lane's buffer; false if it did not encode or the queue cap was hit.
   bool enqueue(uint32_t xid, const ofp::Body& body, Lane lane);
   bool enqueue_to(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf);
+  // Encodes one message, counting it (or the failure) and logging a failure; any thread (the
+  // remote side uses it: enqueue_to's count of enqueued messages is the owner's alone).
+  bool encode_counted(uint32_t xid, const ofp::Body& body, ofp::Bytes& buf);
   ofp::Bytes take_chunk();
   void recycle_inflight();
   void schedule_flush();

@@ -10,9 +10,7 @@
 #include <cerrno>
 
 #include <asio/post.hpp>
-#include <spdlog/spdlog.h>
 
-#include "core/log.hpp"
 #include "southbound/connection.hpp"
 
 namespace sdn::southbound {
@@ -83,17 +81,8 @@ Connection::RemoteResult Connection::send_batch_remote(std::vector<ofp::Body>& b
   const uint32_t barrier = first + n - 1;
   ofp::Bytes buf;
   uint32_t xid = first;
-  for (const auto& body : batch) {
-    if (auto r = ofp::encode(xid++, body, buf); !r) {
-      counters_.err_encode.inc();
-      SDN_LOG_RATELIMITED(spdlog::level::err, "switch {:016x}: cannot encode {}: {}", features_.datapath_id,
-                          ofp::type_name(ofp::type_of(body)), ofp::errc_name(r.error().code));
-      continue;
-    }
-    counters_.tx_by_type[type_index(ofp::type_of(body))]->inc();
-  }
-  (void)ofp::encode(barrier, ofp::BarrierRequest{}, buf);
-  counters_.tx_by_type[type_index(ofp::Type::kBarrierRequest)]->inc();
+  for (const auto& body : batch) encode_counted(xid++, body, buf);
+  encode_counted(barrier, ofp::BarrierRequest{}, buf);
 
   BatchResult fail;
   fail.ok = false;

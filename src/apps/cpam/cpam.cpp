@@ -361,7 +361,10 @@ Disposition Cpam::on_packet_in(SwitchContext& sw, const ofp::PacketIn& pin, Cloc
   const pkt::Parsed& p = *parsed;
   const auto role = view_.role(PortRef{sw.dpid(), pin.in_port()}).value_or(PortRole::kPending);
   if (snap_ == nullptr) snap_ = svc_->latest();  // started before the first epoch reached this shard
-  if (role == PortRole::kEdge && !p.lldp && guard_check(sw, pin, p)) return Disposition::kStop;
+  if (role == PortRole::kEdge && !p.lldp && guard_check(sw, pin, p)) {
+    release(sw, pin);
+    return Disposition::kStop;
+  }
   if (p.arp) return handle_arp(sw, pin, p, role);
   if (p.ipv4) return handle_ipv4(sw, pin, p, role, now);
   return Disposition::kContinue;

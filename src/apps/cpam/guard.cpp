@@ -260,13 +260,7 @@ bool Cpam::guard_check(southbound::SwitchContext& sw, const ofp::PacketIn& pin, 
                                                         : pkt::Ipv4Addr{static_cast<uint32_t>(off->value)}.to_string());
   sw.send(guard::spoof_drop(cfg_, pin.in_port(), *off));
   guard_rules_.inc();
-  if (pin.buffer_id != ofp::kNoBuffer) {
-    ofp::PacketOut po;
-    po.buffer_id = pin.buffer_id;
-    po.in_port = pin.in_port();
-    sw.send(std::move(po));
-  }
-  return true;
+  return true;  // the caller releases the switch's buffer, as for every other drop
 }
 
 void Cpam::guard_poll() {
@@ -301,12 +295,9 @@ void Cpam::guard_poll() {
 void Cpam::guard_flow_removed(uint64_t dpid, const ofp::FlowRemoved& fr) {
   const auto k = static_cast<size_t>(guard::kind_of(fr.cookie));
   if (k >= guard::kKinds) return;
-  if (guard::kind_of(fr.cookie) == guard::Kind::kSpoof) {
-    dropped_gone_.by_kind[k] += fr.packet_count;
-  } else if (auto it = dropped_.find(dpid); it != dropped_.end()) {
-    // A standing rule deleted (an edge port became a link): its count moves to the total.
-    dropped_gone_.by_kind[k] += fr.packet_count;
-  }
+  // An expired spoof drop, or a standing rule of a switch still here deleted (an edge port
+  // became a link): its count moves to the total.
+  if (guard::kind_of(fr.cookie) == guard::Kind::kSpoof || dropped_.contains(dpid)) dropped_gone_.by_kind[k] += fr.packet_count;
   publish_dropped();
 }
 
