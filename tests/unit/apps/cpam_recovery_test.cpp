@@ -462,13 +462,20 @@ TEST_F(RecoveryFabric, AReconnectedSwitchKeepsItsRightFlowsDeletesStaleOnesAndAd
   fabric_->run();
   ASSERT_TRUE(svc_->rotating());
   auto& s7 = fabric_->sw(7);
-  ofp::FlowMod junk = flows::vip_rule(cfg_, 50, host(8).ip.value, 8, 2);  // a Free VIP
+  // VIPs are drawn at random: take ones that are Free now (fixed indices were in use in about
+  // one run of thirty, and the junk rule was then right and kept).
+  auto free_vip = [&](uint32_t from) {
+    while (svc_->vips().load(from).state != VipState::kFree) ++from;
+    return from;
+  };
+  const uint32_t f1 = free_vip(0), f2 = free_vip(f1 + 1), f3 = free_vip(f2 + 1);
+  ofp::FlowMod junk = flows::vip_rule(cfg_, f1, host(8).ip.value, 8, 2);  // a Free VIP
   s7.send(junk);
-  ofp::FlowMod orphan = flows::vip_rule(cfg_, 51, host(8).ip.value, 8, 2);
+  ofp::FlowMod orphan = flows::vip_rule(cfg_, f2, host(8).ip.value, 8, 2);
   orphan.cookie = make_cookie(CookieKind::kFirstFwd, 1, 999);  // an unknown session, Free VIPs
   orphan.match = ofp::Match{};
   orphan.match.set(ofp::OxmField::kInPort, 2).set(ofp::OxmField::kEthType, 0x0800).set(ofp::OxmField::kIpProto, 6);
-  orphan.match.set(ofp::OxmField::kIpv4Src, host(8).ip.value).set(ofp::OxmField::kIpv4Dst, cfg_.vip_ip(52));
+  orphan.match.set(ofp::OxmField::kIpv4Src, host(8).ip.value).set(ofp::OxmField::kIpv4Dst, cfg_.vip_ip(f3));
   orphan.priority = cfg_.session_priority;
   s7.send(orphan);
   const size_t kept_before = cpam_flows(7).size() - 2;
