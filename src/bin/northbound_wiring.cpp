@@ -75,7 +75,7 @@ Expected<apps::cpam::CpamService::Tunables, ApiError> parse_tunables(const apps:
       const char* name;
       int64_t lo, hi;
     };
-    static const Range kRanges[] = {{"rotation_interval_ms", 1000, 86'400'000}, {"batch_hosts", 1, 10000}, {"batch_delay_ms", 0, 60000}};
+    static const Range kRanges[] = {{"rotation_interval_ms", 1000, 86'400'000}, {"batch_hosts", 0, 1 << 20}, {"batch_delay_ms", 0, 60000}};
     const Range* r = nullptr;
     for (const auto& cand : kRanges)
       if (k == cand.name) r = &cand;

@@ -84,10 +84,10 @@ class FlowTable {
 
  private:
   void remove_marked(std::vector<bool>& gone, uint8_t reason, Clock::time_point now, std::vector<ofp::FlowRemoved>& removed);
-  void reindex();
 
   size_t max_entries_ = 0;
   std::vector<FlowEntry> entries_;                // in insertion order
+  std::vector<std::string> ids_;                  // each entry's identity, beside it
   absl::flat_hash_map<std::string, size_t> index_;  // (table, priority, match) -> position
 };
 

@@ -1,6 +1,7 @@
 // [cpam] reading and validation.
 #include "apps/cpam/config.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -46,13 +47,33 @@ bool add_host(CpamConfig& c, std::string_view entry, char sep, std::string* why)
 
 }  // namespace
 
+size_t rotation_batch_size(const CpamConfig& c, size_t hosts) {
+  if (c.batch_hosts != 0) return c.batch_hosts;
+  const double window = c.rotation_share * static_cast<double>(c.rotation_interval.count());
+  const double delay = static_cast<double>(std::max<int64_t>(c.batch_delay.count(), 1));
+  const size_t batches = static_cast<size_t>(window / delay) + 1;
+  return std::max<size_t>(20, (hosts + batches - 1) / batches);
+}
+
+size_t switch_batch_cap(const CpamConfig& c) {
+  if (c.switch_flowmod_budget == 0) return SIZE_MAX;
+  const double per_batch = static_cast<double>(c.switch_flowmod_budget) *
+                           static_cast<double>(std::max<int64_t>(c.batch_delay.count(), 1)) / 1000.0;
+  return std::max<size_t>(1, static_cast<size_t>(per_batch));
+}
+
 CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
   CpamConfig c;
   const std::string p(s);
   c.rotation_interval = ms(cfg, s, "rotation_interval_ms", c.rotation_interval, 1000, 86'400'000);
   c.pool_size = static_cast<uint32_t>(cfg.get_int(s, "vip_pool", c.pool_size, 2, 1 << 22));
-  c.batch_hosts = static_cast<uint32_t>(cfg.get_int(s, "rotation_batch", c.batch_hosts, 1, 1 << 20));
+  c.batch_hosts = static_cast<uint32_t>(cfg.get_int(s, "rotation_batch", c.batch_hosts, 0, 1 << 20));
   c.batch_delay = ms(cfg, s, "batch_delay_ms", c.batch_delay, 0, 60'000);
+  c.rotation_share = cfg.get_double(s, "rotation_share", c.rotation_share, 0.01, 1.0);
+  c.switch_flowmod_budget =
+      static_cast<uint32_t>(cfg.get_int(s, "switch_flowmod_budget", c.switch_flowmod_budget, 0, 1'000'000));
+  c.probe_budget = static_cast<uint32_t>(cfg.get_int(s, "probe_budget", c.probe_budget, 1, 10'000'000));
+  c.probe_backoff_max = ms(cfg, s, "probe_backoff_max_ms", c.probe_backoff_max, 500, 3'600'000);
   c.tcp_idle = std::chrono::seconds(cfg.get_int(s, "tcp_idle_timeout_s", c.tcp_idle.count(), 1, 0xffff));
   c.udp_active = std::chrono::seconds(cfg.get_int(s, "udp_active_timeout_s", c.udp_active.count(), 1, 0xffff));
   c.reclaim_threshold = ms(cfg, s, "grace_reclaim_ms", c.reclaim_threshold, 0, 3'600'000);
@@ -90,6 +111,7 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
   c.rppt_samples = cfg.get_string(s, "rppt_samples", "");
   c.yield_between_batches = cfg.get_bool(s, "yield_between_batches", false);
   c.recovery = cfg.get_bool(s, "recovery", c.recovery);
+  c.commit_off_loop = cfg.get_bool(s, "commit_off_loop", c.commit_off_loop);
   c.session_lease = ms(cfg, s, "session_lease_ms", c.session_lease, 1000, 86'400'000);
   c.recovery_hold = ms(cfg, s, "recovery_hold_ms", c.recovery_hold, 0, 3'600'000);
   c.cluster_poll = ms(cfg, s, "cluster_poll_ms", c.cluster_poll, 10, 10'000);

@@ -31,8 +31,19 @@ enum class Ipv6Policy : uint8_t { kBlock, kAllow };
 struct CpamConfig {
   std::chrono::milliseconds rotation_interval{60'000};
   uint32_t pool_size = 6000;
-  uint32_t batch_hosts = 20;
+  // Rotation pacing: a batch of batch_hosts hosts' VIP rules every batch_delay. batch_hosts 0
+  // (the default) derives it from the host count and T: the batches fit rotation_share of T,
+  // never fewer than Table 1's 20 hosts a batch. No switch gets more than switch_flowmod_budget
+  // of a rotation's FlowMods a second (0: no limit); the rest wait for the next batch.
+  uint32_t batch_hosts = 0;
   std::chrono::milliseconds batch_delay{150};
+  double rotation_share = 0.25;
+  uint32_t switch_flowmod_budget = 2000;
+  // Locate probes (an ARP request for a host nobody has seen, out of every edge port): per host
+  // after 0.5 s, 1 s, 2 s, ... up to probe_backoff_max; per shard at most probe_budget
+  // PacketOuts a second (a probe costs one PacketOut per switch with edge ports).
+  uint32_t probe_budget = 5000;
+  std::chrono::milliseconds probe_backoff_max{30'000};
   std::chrono::seconds tcp_idle{15};
   std::chrono::seconds udp_active{30};
   std::chrono::milliseconds reclaim_threshold{5000};
@@ -80,6 +91,10 @@ struct CpamConfig {
   // reload reads the last lease of records; for recovery_hold after a reload no Grace VIP is
   // quarantined and no reloaded binding expires (switches reconnect and confirm their flows).
   bool recovery = true;
+  // The write-ahead commit of a rotation's reservation waits off the engine's loop (Committer);
+  // false waits on the loop, as before issue [runtime] (an ablation; unit tests on the manual
+  // clock of the fake fabric).
+  bool commit_off_loop = true;
   std::chrono::milliseconds session_lease{60'000};
   std::chrono::milliseconds recovery_hold{10'000};
   // Cluster mode only (a CpamService given a cluster; README "Cluster"): how often shard 0 looks
@@ -95,6 +110,14 @@ struct CpamConfig {
 
   uint32_t vip_ip(uint32_t index) const { return vip_base + 1 + index; }  // skips the network address
 };
+
+// Rotation pacing (rotation.cpp). Hosts per batch: rotation_batch when set; else sized from the
+// host count so the batches, batch_delay apart, fit rotation_share of T, never fewer than Table
+// 1's 20 (500 hosts at T = 60 s: 20; 100,000 hosts at T = 10 s: 17 batches of 5,883).
+size_t rotation_batch_size(const CpamConfig& c, size_t hosts);
+// A rotation's FlowMods one switch may get per batch: its switch_flowmod_budget per second over
+// one batch_delay, at least 1 (so a rotation always ends); SIZE_MAX when the budget is 0.
+size_t switch_batch_cap(const CpamConfig& c);
 
 // Reads [cpam]; bad values are reported through cfg.add_problem naming the key.
 CpamConfig read_cpam_config(core::Config& cfg, std::string_view section = "cpam");

@@ -48,7 +48,9 @@ CpamService::CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::M
       cfg_(std::move(cfg)),
       dir_(cfg_.hosts),
       table_(std::make_shared<VipTable>(cfg_.pool_size)),
-      due_(std::move(due)) {
+      due_(std::move(due)),
+      committer_(std::make_unique<Committer>()) {
+  rule_at_ = std::make_unique<std::atomic<uint64_t>[]>(cfg_.pool_size);
   rppt_ = metrics ? &metrics->histogram("cpam.rppt") : &local_rppt_;
   rppt_rotating_ = metrics ? &metrics->histogram("cpam.rppt_rotating") : &local_rppt_rotating_;
   rppt_quiet_ = metrics ? &metrics->histogram("cpam.rppt_quiet") : &local_rppt_quiet_;
@@ -204,6 +206,9 @@ CpamCounters CpamService::counters() const {
     c.spoofed_src += i->spoofed_src_.get();
     c.guard_rules += i->guard_rules_.get();
     c.guard_errors += i->guard_errors_.get();
+    c.probes += i->probes_.get();
+    c.probes_deferred += i->probes_deferred_.get();
+    c.rotation_deferred += i->rotation_deferred_.get();
     for (int k = 0; k < guard::kKinds; ++k) c.switch_dropped[k] += i->switch_dropped_[k].get();
     c.live_sessions += i->live_sessions_.load(std::memory_order_relaxed);
   }
@@ -227,6 +232,9 @@ nlohmann::json CpamService::stats_json() const {
                       {"parse_errors", c.parse_errors},   {"sessions_full", c.sessions_full},
                       {"flows_removed", c.flows_removed}, {"delivered_only", c.delivered_only}, {"reroutes", c.reroutes},
                       {"publish_errors", publish_errors_.load()}};
+  j["probes"] = c.probes;
+  j["probes_deferred"] = c.probes_deferred;
+  j["rotation_deferred"] = c.rotation_deferred;
   j["resyncs"] = c.resyncs;
   j["resync_kept"] = c.resync_kept;
   j["resync_added"] = c.resync_added;
@@ -492,35 +500,6 @@ void Cpam::answer_dns(SwitchContext& sw, const pkt::Parsed& p, uint32_t in_port)
   po.data = frame;
   po.actions.push_back(ofp::ActionOutput{in_port});
   sw.send(std::move(po));
-}
-
-std::optional<Cpam::Loc> Cpam::locate(uint32_t host, Clock::time_point now) {
-  const uint32_t ip = svc_->dir_.hosts[host].ip;
-  if (auto mac = view_.mac_of(ip)) {
-    if (const auto* h = view_.host(*mac)) return Loc{h->at, *mac};
-  }
-  // Never seen: ask for it (at most twice a second per host); its reply teaches topology.
-  auto& last = probed_[ip];
-  if (last == Clock::time_point{} || now - last >= std::chrono::milliseconds(500)) {
-    last = now;
-    probe(ip);
-  }
-  return std::nullopt;
-}
-
-void Cpam::probe(uint32_t ip) {
-  auto frame = std::make_shared<const pkt::Bytes>(
-      pkt::arp_request(pkt::Mac{virtual_mac(cfg_.dns_ip)}, pkt::Ipv4Addr{cfg_.dns_ip}, pkt::Ipv4Addr{ip}));
-  for (uint64_t dpid : view_.switches()) {
-    std::vector<uint32_t> edges = view_.edge_ports(dpid);
-    if (edges.empty() || rt_ == nullptr) continue;
-    ofp::PacketOut po;
-    for (uint32_t port : edges) po.actions.push_back(ofp::ActionOutput{port});
-    rt_->with_switch(dpid, [po = std::move(po), frame](SwitchContext& s) mutable {
-      po.data = *frame;
-      s.send(std::move(po), southbound::Lane::kLow);
-    });
-  }
 }
 
 // The first packet of a session from a protected host to a VIP (Algorithm 1, OnPacketIn).
@@ -1016,7 +995,7 @@ void Cpam::sweep(Clock::time_point now) {
   expired_.inc(done.size());
   // Cluster: a host that never spoke since its port settled is known to nobody, and this
   // instance's locate probes reach only its own switches: every instance's shard 0 asks for
-  // the protected hosts nobody located yet on its own edges (each at most twice a second), so
+  // the protected hosts nobody located yet on its own edges (paced as locate() paces them), so
   // the master of a silent host's switch learns it before a session needs it.
   if (shard_ == 0 && svc_->clustered() && rt_ != nullptr) {
     size_t asked = 0;
@@ -1024,9 +1003,7 @@ void Cpam::sweep(Clock::time_point now) {
       const uint32_t ip = svc_->dir_.hosts[h].ip;
       auto mac = view_.mac_of(ip);
       if (mac && view_.host(*mac) != nullptr) continue;
-      auto& last = probed_[ip];
-      if (last != Clock::time_point{} && now - last < std::chrono::milliseconds(500)) continue;
-      last = now;
+      if (!may_probe(ip, now)) continue;
       probe(ip);
       ++asked;
     }

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cpam/cluster_state.hpp"
+#include "apps/cpam/committer.hpp"
 #include "apps/cpam/config.hpp"
 #include "apps/cpam/guard.hpp"
 #include "apps/cpam/recovery.hpp"
@@ -65,6 +66,8 @@ struct CpamCounters {
   uint64_t dns_refused = 0, dns_errors = 0, stale_vip = 0, unprotected_src = 0;
   uint64_t real_blocked = 0, spoofed = 0, unlocated = 0, no_path = 0, not_ready = 0, parse_errors = 0;
   uint64_t sessions_full = 0, flows_removed = 0, live_sessions = 0, delivered_only = 0, reroutes = 0;
+  // Locate probes sent and held back by the budget; rotation rules held back by a switch's budget.
+  uint64_t probes = 0, probes_deferred = 0, rotation_deferred = 0;
   // Switch resync on (re)connect (flows), and bindings adopted from flows no binding knew.
   uint64_t resyncs = 0, resync_kept = 0, resync_added = 0, resync_deleted = 0, resync_adopted = 0, resync_errors = 0;
   // Cluster: sessions across instances (README "Cluster", hand-off). Bindings written for the
@@ -174,11 +177,23 @@ class CpamService {
   uint64_t boot_ = 0;  // this run's number (the archived one + 1); session ids carry its low 8 bits
   std::atomic<uint64_t> recover_errors_{0}, vips_sync_failed_{0}, resync_last_us_{0}, resync_max_us_{0};
   std::atomic<uint64_t> vips_sync_max_us_{0};  // the longest write-ahead commit of a reservation
+  // Where each VIP's standing rule was last sent or found (0: none known), so a quarantine
+  // deletes it there and at its host's access switch, not on every switch.
+  std::unique_ptr<std::atomic<uint64_t>[]> rule_at_;
+  void note_rule(uint32_t vip, uint64_t dpid) {
+    if (vip < cfg_.pool_size) rule_at_[vip].store(dpid, std::memory_order_relaxed);
+  }
+  uint64_t rule_at(uint32_t vip) const {
+    return vip < cfg_.pool_size ? rule_at_[vip].load(std::memory_order_relaxed) : 0;
+  }
 
   CpamConfig cfg_;
   HostDirectory dir_;
   std::shared_ptr<VipTable> table_;
   std::shared_ptr<data::Due> due_;
+  // Waits for the archive's commit of a rotation's reservation off the shard's loop (destroyed
+  // before due_: it joins its thread first).
+  std::unique_ptr<Committer> committer_;
   core::Histogram* rppt_ = nullptr;
   core::Histogram* rppt_rotating_ = nullptr;
   core::Histogram* rppt_quiet_ = nullptr;
@@ -284,6 +299,7 @@ class Cpam final : public southbound::App {
   // that only lost its controller connection still forwards on its flows.
   void link_gone(const topology::Link& l, bool switch_down = false);
   std::optional<Loc> locate(uint32_t host, Clock::time_point now);
+  bool may_probe(uint32_t ip, Clock::time_point now);  // locate.cpp: backoff and budget
   void probe(uint32_t ip);
   void confirm(uint64_t id, uint8_t bit);
   void flow_gone(uint64_t id, uint8_t bit, Clock::time_point now);
@@ -358,8 +374,13 @@ class Cpam final : public southbound::App {
   // Rotation engine (shard 0 only).
   void engine_start();
   void tick();
-  void run_batch(size_t i);
-  void preinstall_done();
+  // Once the reservation is committed (off this thread: Committer): the pre-install batches.
+  void reserved_committed(uint64_t gen);
+  // One batch: the hosts held back by a switch's budget first, then the next from pending_.
+  void run_batch();
+  bool batches_done() const { return cursor_ >= pending_.size() && carry_.empty(); }
+  size_t batch_size() const;         // hosts per batch (rotation_batch, or derived from T)
+  size_t switch_batch_cap() const;   // a rotation's FlowMods per switch per batch
   void commit();
   void reclaim(Clock::time_point now);
   void distribute(std::shared_ptr<const Snapshot> s);
@@ -400,13 +421,21 @@ class Cpam final : public southbound::App {
   std::shared_ptr<const Snapshot> snap_;
   absl::flat_hash_map<Key, Binding> sessions_;
   absl::flat_hash_map<uint64_t, Key> by_id_;  // owned bindings only
-  absl::flat_hash_map<uint32_t, Clock::time_point> probed_;  // real ip -> last locate probe
+  struct ProbeState {
+    Clock::time_point next{};
+    Clock::duration backoff{};
+  };
+  absl::flat_hash_map<uint32_t, ProbeState> probed_;  // real ip of a host not located yet
+  double probe_tokens_ = 0;
+  Clock::time_point probe_refill_{};
   uint64_t next_id_ = 0;
   std::vector<std::string> samples_;
 
   // Engine state (shard 0).
   std::unique_ptr<VipLifecycle> life_;
   std::vector<std::pair<uint32_t, uint32_t>> pending_;  // (host, vip) of the rotation in progress
+  size_t cursor_ = 0;                // the next of pending_ to pre-install
+  std::vector<uint32_t> carry_;      // indices into pending_ held back by a switch's budget
   Clock::time_point tick_at_{};
   Clock::time_point reserved_at_{};  // the rotation in progress was written ahead ("reserved")
   std::shared_ptr<std::atomic<size_t>> preinstall_left_;
@@ -421,7 +450,7 @@ class Cpam final : public southbound::App {
       real_blocked_, spoofed_, unlocated_, no_path_, not_ready_, parse_errors_, sessions_full_, flows_removed_,
       delivered_only_, reroutes_, resyncs_, resync_kept_, resync_added_, resync_deleted_, resync_adopted_,
       resync_errors_, handoffs_out_, handoffs_in_, handoff_misses_, handoff_errors_, handoff_dropped_, onward_,
-      spoofed_src_, guard_rules_, guard_errors_;
+      spoofed_src_, guard_rules_, guard_errors_, probes_, probes_deferred_, rotation_deferred_;
   Stat switch_dropped_[guard::kKinds];
   std::atomic<uint64_t> live_sessions_{0};
   std::shared_ptr<std::atomic<uint64_t>> preinstall_ok_shared_ = std::make_shared<std::atomic<uint64_t>>(0);

@@ -288,7 +288,10 @@ std::vector<ofp::FlowMod> Cpam::wanted_vip_rules(uint64_t dpid) {
   for (uint32_t v = 0; v < table.size(); ++v) {
     const auto s = table.load(v).state;
     if (!live_state(s)) continue;
-    if (auto e = expect_vip(dpid, v); e.kind == recovery::VipExpect::kExact) out.push_back(std::move(e.rule));
+    if (auto e = expect_vip(dpid, v); e.kind == recovery::VipExpect::kExact) {
+      out.push_back(std::move(e.rule));
+      svc_->note_rule(v, dpid);
+    }
   }
   return out;
 }
@@ -299,8 +302,13 @@ void Cpam::resync(uint64_t dpid, std::vector<ofp::FlowStats> flows, Clock::time_
   auto job = std::make_shared<ResyncJob>();
   job->dpid = dpid;
   job->t0 = t0;
-  job->diff = recovery::diff_switch(
-      cfg_, flows, [this, dpid](uint32_t v) { return expect_vip(dpid, v); }, wanted_vip_rules(dpid));
+  // A VIP rule the switch holds and keeps (or gets replaced) is where a quarantine must delete it.
+  auto judge = [this, dpid](uint32_t v) {
+    auto e = expect_vip(dpid, v);
+    if (e.kind != recovery::VipExpect::kStale) svc_->note_rule(v, dpid);
+    return e;
+  };
+  job->diff = recovery::diff_switch(cfg_, flows, judge, wanted_vip_rules(dpid));
   std::map<unsigned, std::vector<recovery::SessionFlow>> by_owner;
   for (auto& s : job->diff.sessions) {
     if (rt_ != nullptr && s.owner < rt_->shard_count() && svc_->instance(s.owner) != nullptr) {

@@ -252,12 +252,16 @@ void Cpam::apply_shared(const shared::SharedVips& s) {
     if (was == is || (is && now_v.owner == kNone)) continue;
     if (is) {
       const auto loc = locate(now_v.owner, now);
-      if (loc) per_switch[loc->at.dpid].emplace_back(
-          flows::vip_rule(cfg_, v, svc_->dir_.hosts[now_v.owner].ip, loc->mac, loc->at.port));
+      if (loc) {
+        per_switch[loc->at.dpid].emplace_back(
+            flows::vip_rule(cfg_, v, svc_->dir_.hosts[now_v.owner].ip, loc->mac, loc->at.port));
+        svc_->note_rule(v, loc->at.dpid);
+      }
       continue;
     }
-    // Gone: its rule may be on any switch this instance masters (deleted by exact cookie).
-    for (uint64_t dpid : view_.switches()) per_switch[dpid].emplace_back(flows::vip_rule_delete(cfg_, v));
+    // Gone: deleted (by exact cookie) where this instance sent or found its rule.
+    if (const uint64_t at = svc_->rule_at(v); at != 0) per_switch[at].emplace_back(flows::vip_rule_delete(cfg_, v));
+    svc_->note_rule(v, 0);
   }
   for (auto& entry : per_switch)
     rt_->with_switch(entry.first, [batch = std::move(entry.second), lane](SwitchContext& sw) mutable {
@@ -287,45 +291,88 @@ void Cpam::tick() {
   tick_at_ = now;
   svc_->rotating_.store(true, std::memory_order_relaxed);
   pending_ = life_->reserve_next(now);
-  if (!persist_vips("reserved", true)) return;  // written ahead: no rule or answer uses these VIPs before
-  reserved_at_ = rt_->now();
+  cursor_ = 0;
+  carry_.clear();
   ++rotation_gen_;
+  const bool run_to_completion = cfg_.mode == RuntimeMode::kCooperative && !cfg_.yield_between_batches;
+  const bool wait = cfg_.recovery && cfg_.commit_off_loop && svc_->due_ != nullptr && life_ != nullptr;
+  if (run_to_completion || !wait) {
+    // Run to completion (the paper's Ryu model) waits on its own thread, as it does everything.
+    if (!persist_vips("reserved", true)) return;  // written ahead: no rule or answer uses these VIPs before
+    reserved_committed(rotation_gen_);
+    return;
+  }
+  // Written ahead, committed off this thread: the shard keeps answering PacketIns meanwhile, and
+  // no rule or answer uses the reserved VIPs until reserved_committed runs.
+  if (!persist_vips("reserved", false)) return;
+  svc_->committer_->run([due = svc_->due_, weak = std::weak_ptr<CpamService>(svc_), rt = rt_, home = shard_,
+                         gen = rotation_gen_] {
+    const auto t0 = Clock::now();
+    const bool ok = due->sync(std::chrono::milliseconds(1000));
+    auto svc = weak.lock();
+    if (svc == nullptr) return;
+    if (!ok) {
+      svc->vips_sync_failed_.fetch_add(1);
+      SDN_LOG_RATELIMITED(spdlog::level::err, "cpam: the VIP state (reserved) was not committed to the archive in 1 s");
+    }
+    const auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+    core::raise_max(svc->vips_sync_max_us_, us);
+    rt->post(home, [weak, home, gen] {
+      if (auto s = weak.lock())
+        if (Cpam* t = s->instance(home)) t->reserved_committed(gen);
+    });
+  });
+}
+
+void Cpam::reserved_committed(uint64_t gen) {
+  if (stopped_ || gen != rotation_gen_ || pending_.empty()) return;
+  reserved_at_ = rt_->now();
   preinstall_sent_ = 0;
   all_batches_sent_ = false;
   preinstall_ok_shared_->store(0);
   preinstall_left_ = std::make_shared<std::atomic<size_t>>(0);
-  const size_t batches = (pending_.size() + cfg_.batch_hosts - 1) / cfg_.batch_hosts;
   if (cfg_.mode == RuntimeMode::kCooperative && !cfg_.yield_between_batches) {
     // Run to completion: the thread does nothing else until the rotation is published.
-    for (size_t i = 0; i < batches; ++i) {
-      run_batch(i);
-      if (i + 1 < batches) std::this_thread::sleep_for(cfg_.batch_delay);
+    while (!batches_done()) {
+      run_batch();
+      if (!batches_done()) std::this_thread::sleep_for(cfg_.batch_delay);
     }
     commit();
     return;
   }
-  if (batches == 0) {
-    commit();
-    return;
-  }
-  run_batch(0);
+  run_batch();
 }
 
-void Cpam::run_batch(size_t i) {
-  const size_t from = i * cfg_.batch_hosts;
-  const size_t to = std::min(pending_.size(), from + cfg_.batch_hosts);
+size_t Cpam::batch_size() const { return rotation_batch_size(cfg_, pending_.size()); }
+size_t Cpam::switch_batch_cap() const { return cpam::switch_batch_cap(cfg_); }
+
+void Cpam::run_batch() {
   const auto lane = cfg_.mode == RuntimeMode::kSharded ? southbound::Lane::kLow : southbound::Lane::kHigh;
   const auto now = rt_->now();
-  // One batch (+ barrier) per access switch.
+  const size_t size = batch_size(), cap = switch_batch_cap();
+  // One batch (+ barrier) per access switch, each within its budget.
   flows::Plan plan;
-  for (size_t k = from; k < to; ++k) {
+  absl::flat_hash_map<uint64_t, size_t> per_switch;
+  std::vector<uint32_t> held;
+  size_t taken = 0;
+  auto take = [&](uint32_t k) {
+    ++taken;
     const auto [host, vip] = pending_[k];
     const auto loc = locate(host, now);
-    if (!loc) continue;  // not seen yet: its first session installs the rule
+    if (!loc) return;  // not seen yet: its first session installs the rule
+    if (++per_switch[loc->at.dpid] > cap) {
+      held.push_back(k);
+      rotation_deferred_.inc();
+      return;
+    }
     plan.at(loc->at.dpid).batch.emplace_back(
         flows::vip_rule(cfg_, vip, svc_->dir_.hosts[host].ip, loc->mac, loc->at.port));
+    svc_->note_rule(vip, loc->at.dpid);
     ++preinstall_sent_;
-  }
+  };
+  for (uint32_t k : std::exchange(carry_, {})) take(k);
+  while (cursor_ < pending_.size() && taken < size) take(static_cast<uint32_t>(cursor_++));
+  carry_ = std::move(held);
   const uint64_t gen = rotation_gen_;
   for (auto& sb : plan.switches) {
     const size_t n = sb.batch.size();
@@ -353,11 +400,10 @@ void Cpam::run_batch(size_t i) {
       if (svc_->clustered()) preinstall_sent_ -= n;
     }
   }
-  const size_t batches = (pending_.size() + cfg_.batch_hosts - 1) / cfg_.batch_hosts;
-  if (i + 1 < batches) {
-    if (cfg_.mode == RuntimeMode::kCooperative && !cfg_.yield_between_batches) return;  // tick() loops
-    rt_->call_after(shard_, cfg_.batch_delay, [this, i, gen] {
-      if (!stopped_ && gen == rotation_gen_) run_batch(i + 1);
+  if (!batches_done()) {
+    if (cfg_.mode == RuntimeMode::kCooperative && !cfg_.yield_between_batches) return;  // the caller loops
+    rt_->call_after(shard_, cfg_.batch_delay, [this, gen] {
+      if (!stopped_ && gen == rotation_gen_) run_batch();
     });
     return;
   }
@@ -382,7 +428,8 @@ void Cpam::preinstall_confirmed(uint64_t gen) {
 // and the pre-install batches' delays (commit waits for both). The "reserved" write names it as
 // the due time; followers poll fast from then until the publication.
 std::chrono::milliseconds Cpam::publication_lead() const {
-  const size_t batches = cfg_.batch_hosts == 0 ? 0 : (pending_.size() + cfg_.batch_hosts - 1) / cfg_.batch_hosts;
+  const size_t size = batch_size();
+  const size_t batches = (pending_.size() + size - 1) / size;
   const auto batching = std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.batch_delay) *
                         static_cast<int64_t>(batches == 0 ? 0 : batches - 1);
   return std::max(cfg_.cluster_poll + cfg_.cluster_poll / 2, batching);
@@ -539,27 +586,19 @@ void Cpam::reclaim(Clock::time_point now) {
   if (!persist_vips("reclaim", false)) return;
   if (r.quarantined.empty()) return;
   const auto lane = cfg_.mode == RuntimeMode::kSharded ? southbound::Lane::kLow : southbound::Lane::kHigh;
-  // The VIP's rule lives on its host's access switch; delete it there (and wherever the host
-  // was seen last, which is the same switch unless it moved). A host not located now (its switch
-  // reconnected, or the controller restarted, and it has not been seen since) may have left its
-  // rule anywhere: the delete (by exact cookie) goes to every switch.
-  std::vector<std::pair<uint64_t, std::vector<ofp::Body>>> per_switch;
-  auto add = [&](uint64_t dpid, uint32_t vip) {
-    auto it = std::find_if(per_switch.begin(), per_switch.end(), [&](const auto& p) { return p.first == dpid; });
-    if (it == per_switch.end()) {
-      per_switch.emplace_back(dpid, std::vector<ofp::Body>{});
-      it = per_switch.end() - 1;
-    }
-    it->second.emplace_back(flows::vip_rule_delete(cfg_, vip));
-  };
+  // The VIP's rule is deleted (by exact cookie) where it was last sent or found (rule_at: the
+  // pre-install, a cluster follower's apply, a resync) and on its host's access switch now, if
+  // that differs (the host moved). A VIP whose host was never located had no rule: nothing is
+  // sent. (Until issue [runtime] a host not located sent the delete to every switch: at 10,000
+  // hosts on 246 switches that was 1.7 million FlowMods per rotation.)
+  absl::flat_hash_map<uint64_t, std::vector<ofp::Body>> per_switch;
   for (const auto& [vip, owner] : r.quarantined) {
+    const uint64_t at = svc_->rule_at(vip);
     auto mac = owner == kNone ? std::nullopt : view_.mac_of(svc_->dir_.hosts[owner].ip);
     const auto* h = mac ? view_.host(*mac) : nullptr;
-    if (h != nullptr) {
-      add(h->at.dpid, vip);
-    } else {
-      for (uint64_t dpid : view_.switches()) add(dpid, vip);
-    }
+    if (at != 0) per_switch[at].emplace_back(flows::vip_rule_delete(cfg_, vip));
+    if (h != nullptr && h->at.dpid != at) per_switch[h->at.dpid].emplace_back(flows::vip_rule_delete(cfg_, vip));
+    svc_->note_rule(vip, 0);
   }
   for (auto& [dpid, batch] : per_switch)
     rt_->with_switch(dpid, [batch = std::move(batch), lane](SwitchContext& s) mutable {

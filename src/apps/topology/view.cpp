@@ -20,6 +20,7 @@ void TopologyView::apply(const TopologyRecord& r) {
         if constexpr (std::is_same_v<T, SwitchRecord>) {
           if (!x.up) {
             ports_.erase(x.dpid);
+            edge_switches_.erase(x.dpid);
             paths_.remove_switch(x.dpid);
             absl::erase_if(hosts_, [&](const auto& kv) { return kv.second.at.dpid == x.dpid; });
             absl::erase_if(by_ip_, [&](const auto& kv) { return !hosts_.contains(kv.second); });
@@ -27,7 +28,16 @@ void TopologyView::apply(const TopologyRecord& r) {
           }
           auto& ports = ports_[x.dpid];
           ports.clear();
-          for (const auto& [p, role] : x.ports) ports[p] = role;
+          bool edges = false;
+          for (const auto& [p, role] : x.ports) {
+            ports[p] = role;
+            edges = edges || role == PortRole::kEdge;
+          }
+          if (edges) {
+            edge_switches_.insert(x.dpid);
+          } else {
+            edge_switches_.erase(x.dpid);
+          }
           paths_.add_switch(x.dpid);
           // A port that is no longer a link port has no link (a record may have been missed).
           for (const auto& [p, role] : x.ports)

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/topology/paths.hpp"
@@ -46,6 +47,8 @@ class TopologyView {
   std::optional<uint64_t> mac_of(uint32_t ipv4) const;
   size_t host_count() const { return hosts_.size(); }
   std::vector<uint64_t> switches() const;
+  // Switches with at least one settled edge port (what a probe to every host port costs).
+  size_t edge_switch_count() const { return edge_switches_.size(); }
   uint64_t records_applied() const { return applied_; }
 
  private:
@@ -53,6 +56,7 @@ class TopologyView {
   PathEngine paths_;
   absl::flat_hash_map<uint64_t, HostLocation> hosts_;
   absl::flat_hash_map<uint32_t, uint64_t> by_ip_;
+  absl::flat_hash_set<uint64_t> edge_switches_;
   uint64_t applied_ = 0;
 };
 

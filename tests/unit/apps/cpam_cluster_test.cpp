@@ -227,6 +227,7 @@ class CpamCluster : public ::testing::Test {
     cfg_.pool_size = 64;
     cfg_.vip_prefix_len = 24;
     cfg_.batch_hosts = 3;
+    cfg_.commit_off_loop = false;  // the fake fabric's manual clock: the commit waits on the loop
     cfg_.batch_delay = milliseconds(150);
     cfg_.tcp_idle = seconds(3000);
     cfg_.session_linger = seconds(2);

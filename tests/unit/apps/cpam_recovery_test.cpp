@@ -282,6 +282,7 @@ class RecoveryFabric : public ::testing::Test {
     cfg_.pool_size = 64;
     cfg_.vip_prefix_len = 24;
     cfg_.batch_hosts = 3;
+    cfg_.commit_off_loop = false;  // the fake fabric's manual clock: the commit waits on the loop
     cfg_.batch_delay = milliseconds(150);
     cfg_.recovery_hold = seconds(3);
     for (const auto& h : hosts_) cfg_.hosts.push_back({h.name, h.ip.value});

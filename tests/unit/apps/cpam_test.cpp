@@ -169,8 +169,10 @@ TEST(CpamConfig, Table1DefaultsAndBadValuesNamed) {
   for (const auto& p : ok->finish()) ADD_FAILURE() << p;
   EXPECT_EQ(c.rotation_interval, seconds(60));
   EXPECT_EQ(c.pool_size, 6000u);
-  EXPECT_EQ(c.batch_hosts, 20u);
+  EXPECT_EQ(c.batch_hosts, 0u);  // derived from T and the host count: Table 1's 20 at its scale
   EXPECT_EQ(c.batch_delay, milliseconds(150));
+  EXPECT_EQ(rotation_batch_size(c, 500), 20u);
+  EXPECT_EQ(switch_batch_cap(c), 300u);  // 2,000 FlowMods a second over 150 ms
   EXPECT_EQ(c.tcp_idle, seconds(15));
   EXPECT_EQ(c.udp_active, seconds(30));
   EXPECT_EQ(c.reclaim_threshold, seconds(5));
@@ -191,6 +193,29 @@ TEST(CpamConfig, Table1DefaultsAndBadValuesNamed) {
   EXPECT_NE(all.find("inside vip_range"), std::string::npos) << all;
   EXPECT_NE(all.find("'h1' twice"), std::string::npos) << all;
   EXPECT_NE(all.find("'bogus'"), std::string::npos) << all;
+}
+
+TEST(CpamConfig, RotationPacingFollowsTAndTheHostCount) {
+  CpamConfig c;
+  c.rotation_interval = seconds(10);
+  EXPECT_EQ(rotation_batch_size(c, 100'000), 5883u);  // 17 batches, 150 ms apart: 2.4 s of T = 10 s
+  c.rotation_interval = seconds(1);
+  EXPECT_EQ(rotation_batch_size(c, 10'000), 5000u);   // 250 ms of T = 1 s: two batches
+  EXPECT_EQ(rotation_batch_size(c, 10), 20u);         // never below Table 1's 20
+  c.batch_hosts = 3;
+  EXPECT_EQ(rotation_batch_size(c, 10'000), 3u);      // set: Table 1's fixed pacing
+  c.switch_flowmod_budget = 0;
+  EXPECT_EQ(switch_batch_cap(c), SIZE_MAX);
+  c.switch_flowmod_budget = 1;
+  EXPECT_EQ(switch_batch_cap(c), 1u);                 // at least one, so a rotation ends
+  auto bad = core::Config::parse("[cpam]\nrotation_share = 2.0\nswitch_flowmod_budget = -1\nprobe_budget = 0\n");
+  ASSERT_TRUE(bad);
+  read_cpam_config(*bad);
+  std::string all;
+  for (const auto& p : bad->finish()) all += p + "\n";
+  EXPECT_NE(all.find("cpam.rotation_share"), std::string::npos) << all;
+  EXPECT_NE(all.find("cpam.switch_flowmod_budget"), std::string::npos) << all;
+  EXPECT_NE(all.find("cpam.probe_budget"), std::string::npos) << all;
 }
 
 TEST(Guard, CoverGivesTheFewestBlocksHoldingExactlyTheAddresses) {
@@ -271,6 +296,7 @@ class CpamFabric : public ::testing::Test {
     cfg_.pool_size = 64;
     cfg_.vip_prefix_len = 24;
     cfg_.batch_hosts = 3;
+    cfg_.commit_off_loop = false;  // the fake fabric's manual clock: the commit waits on the loop
     cfg_.batch_delay = mode == RuntimeMode::kCooperative ? milliseconds(0) : milliseconds(150);
     cfg_.mode = mode;
     for (size_t i = 0; i < protected_hosts && i < hosts_.size(); ++i) cfg_.hosts.push_back({hosts_[i].name, hosts_[i].ip.value});
@@ -727,6 +753,35 @@ TEST_F(CpamFabric, RotateNowRestartsTheCadenceAndTheIntervalCanChange) {
   fabric_->advance(milliseconds(11000));  // starts at +25.5, +29.5, +33.5 s
   EXPECT_EQ(rotations_ - mid, 3);
   EXPECT_EQ(svc_->last_rotation().epoch, svc_->latest()->epoch);
+}
+
+// Issue [runtime]: no switch gets more of a rotation's FlowMods per batch than its budget; what
+// does not fit waits for the next batch, and every host still gets its rule.
+TEST_F(CpamFabric, ARotationKeepsEachSwitchWithinItsFlowModBudget) {
+  cfg_.switch_flowmod_budget = 1;  // one rule per switch per 150-ms batch (two hosts per edge)
+  build(2, RuntimeMode::kSharded);
+  auto per_switch = [this] {
+    std::vector<size_t> n;
+    for (uint64_t d = 1; d <= 7; ++d)
+      n.push_back(fabric_->sw(d).flows_in_cookie_range(make_cookie(CookieKind::kVipRule, 0, 0), 0xfff0'0000'0000'0000ULL).size());
+    return n;
+  };
+  const size_t rules0 = flows_of(CookieKind::kVipRule);
+  auto last = per_switch();
+  home().rotate_now();
+  fabric_->advance(milliseconds(1));
+  int batches = 1;
+  for (; svc_->rotating() && batches < 20; ++batches) {
+    const auto now = per_switch();
+    for (size_t i = 0; i < now.size(); ++i) EXPECT_LE(now[i] - last[i], 1u) << "switch " << i + 1 << ", batch " << batches;
+    last = now;
+    fabric_->advance(milliseconds(150));
+  }
+  EXPECT_FALSE(svc_->rotating());
+  EXPECT_GE(batches, 2);  // two hosts per edge switch: at least two batches
+  EXPECT_EQ(flows_of(CookieKind::kVipRule), rules0 + hosts_.size());
+  EXPECT_GT(svc_->counters().rotation_deferred, 0u);
+  EXPECT_EQ(rotations_, 1);
 }
 
 TEST_F(CpamFabric, NextEpochRulesArePreInstalledBeforeTheMappingChanges) {
