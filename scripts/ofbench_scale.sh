@@ -7,9 +7,9 @@
 #   bash scripts/ofbench_scale.sh [--out DIR] [--hosts "500 10000 100000"] [--intervals "60000 1000"]
 #        [--lambda L] [--duration S]
 # Campus: 1 core, 6 aggregation switches, one edge per 42 hosts (12 edges at 500 hosts, as the
-# paper). Rotation batches are sized so one rotation takes at most half of T (Table 1's 20
-# hosts per batch, 150 ms apart, at 500 hosts and T = 60 s); quarantine is kept under the time
-# the VIP pool lasts. Duration: T + 10 s (at least 30 s), so every cell sees a rotation.
+# paper). Rotation pacing is the controller's default (derived from T and the host count: Table
+# 1's 20 hosts per batch, 150 ms apart, at 500 hosts and T = 60 s); quarantine is kept under the
+# time the VIP pool lasts. Duration: T + 10 s (at least 30 s), so every cell sees a rotation.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
@@ -45,10 +45,9 @@ CELLS="$WORK/cells.jsonl"
 for hosts in $HOSTS_LIST; do
   edges=$(((hosts + 41) / 42)); ((edges >= 12)) || edges=12
   for t in $INTERVALS; do
-    # Batches: rotation (batches x 150 ms) within T/2; at least Table 1's 20 hosts.
-    nb=$((t / 2 / 150)); ((nb >= 1)) || nb=1
-    batch=$(((hosts + nb - 1) / nb)); ((batch >= 20)) || batch=20
-    delay=150; ((t >= 2000)) || delay=$((t / 2 / ((hosts + batch - 1) / batch)))
+    # Pacing: the controller's own (rotation_batch = 0: batches sized from T and the host count,
+    # switch_flowmod_budget per switch); recorded as batch 0.
+    batch=0 delay=150
     # VIP pool: every host needs a new VIP per rotation; grace (5 s) and quarantine hold old ones.
     quarantine=30000; ((t >= 10000)) || quarantine=$((t * 3))
     held=$(( (5000 + quarantine) / t + 2 ))
@@ -64,14 +63,12 @@ path = "$WORK/archive-$hosts-$t.db"
 [cpam]
 runtime = "sharded"
 rotation_interval_ms = $t
-rotation_batch = $batch
-batch_delay_ms = $delay
 quarantine_ms = $quarantine
 vip_range = "10.128.0.0/9"
 vip_pool = $pool
 hosts_file = "$WORK/hosts.txt"
 EOF
-    log "ofbench_scale: $hosts hosts ($((7 + edges)) switches), T = $t ms, batches of $batch every $delay ms, pool $pool, $dur s"
+    log "ofbench_scale: $hosts hosts ($((7 + edges)) switches), T = $t ms, derived pacing, pool $pool, $dur s"
     "$BIN/sdnator" run -c "$WORK/cell.toml" --listen "127.0.0.1:$port" --stats-file "$WORK/stats.json" --log-level warn \
       >"$WORK/sdnator-$hosts-$t.log" 2>&1 &
     CTRL_PID=$!

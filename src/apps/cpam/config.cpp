@@ -74,6 +74,8 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
       static_cast<uint32_t>(cfg.get_int(s, "switch_flowmod_budget", c.switch_flowmod_budget, 0, 1'000'000));
   c.probe_budget = static_cast<uint32_t>(cfg.get_int(s, "probe_budget", c.probe_budget, 1, 10'000'000));
   c.probe_backoff_max = ms(cfg, s, "probe_backoff_max_ms", c.probe_backoff_max, 500, 3'600'000);
+  c.mapping_per_host_max = static_cast<size_t>(
+      cfg.get_int(s, "mapping_per_host_max", static_cast<int64_t>(c.mapping_per_host_max), 0, 100'000'000));
   c.tcp_idle = std::chrono::seconds(cfg.get_int(s, "tcp_idle_timeout_s", c.tcp_idle.count(), 1, 0xffff));
   c.udp_active = std::chrono::seconds(cfg.get_int(s, "udp_active_timeout_s", c.udp_active.count(), 1, 0xffff));
   c.reclaim_threshold = ms(cfg, s, "grace_reclaim_ms", c.reclaim_threshold, 0, 3'600'000);

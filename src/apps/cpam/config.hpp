@@ -44,6 +44,8 @@ struct CpamConfig {
   // PacketOuts a second (a probe costs one PacketOut per switch with edge ports).
   uint32_t probe_budget = 5000;
   std::chrono::milliseconds probe_backoff_max{30'000};
+  // network/cpam/mapping/<name> records are published only up to this many hosts.
+  size_t mapping_per_host_max = 1000;
   std::chrono::seconds tcp_idle{15};
   std::chrono::seconds udp_active{30};
   std::chrono::milliseconds reclaim_threshold{5000};

@@ -146,6 +146,8 @@ nlohmann::json TopologyService::stats_json() const {
                         {"links_added", f.links_added},
                         {"links_removed", f.links_removed},
                         {"link_timeouts", f.link_timeouts},
+                        {"late_ticks", f.late_ticks},
+                        {"late_tick_max_ms", f.late_tick_max_ms},
                         {"hosts_added", f.hosts_added},
                         {"host_moves", f.host_moves},
                         {"hosts_removed", f.hosts_removed},

@@ -306,6 +306,21 @@ void TopologyCore::erase_host(uint64_t mac) {
 }
 
 void TopologyCore::tick(Clock::time_point now) {
+  // Liveness counts only time the controller could listen. A tick that comes late means this
+  // loop was busy (a run-to-completion rotation in the cooperative mode takes seconds): the LLDP
+  // replies of that time are still unread in the sockets, so the links' and the pending ports'
+  // clocks are moved on by the gap instead of declaring every link dead.
+  if (last_tick_ != Clock::time_point{} && now - last_tick_ > 2 * cfg_.tick + cfg_.lldp_interval) {
+    const auto gap = now - last_tick_ - cfg_.tick;
+    ++fig_.late_ticks;
+    fig_.late_tick_max_ms = std::max(fig_.late_tick_max_ms, std::chrono::duration<double, std::milli>(gap).count());
+    for (auto& [_, st] : links_) st.last_seen += gap;
+    for (auto& [_, deadline] : provisional_) deadline += gap;
+    for (auto& [_, s] : switches_)
+      for (auto& [no, ps] : s.ports)
+        if (ps.role == PortRole::kPending) ps.since += gap;
+  }
+  last_tick_ = now;
   for (auto& [dpid, s] : switches_) {
     if (now < s.next_probe) continue;
     queue_probes(dpid, s, ++s.rounds % std::max<uint32_t>(cfg_.edge_probe_rounds, 1) == 0);

@@ -74,6 +74,10 @@ struct Figures {
   uint64_t republished = 0;        // records sent again by the cluster's periodic republish
   uint64_t switches_handed_over = 0;  // switches forgotten quietly when another instance took them
   uint64_t links_added = 0, links_removed = 0, link_timeouts = 0;
+  // Ticks that came late (the controller's loop was busy, e.g. a run-to-completion rotation),
+  // and the longest such gap: the liveness clocks were paused for it.
+  uint64_t late_ticks = 0;
+  double late_tick_max_ms = 0;
   uint64_t hosts_added = 0, host_moves = 0, hosts_removed = 0;
   uint64_t hosts_ignored = 0;      // sightings on a pending or link port
   uint64_t host_cap_exceeded = 0;
@@ -169,6 +173,7 @@ class TopologyCore {
   Figures fig_;
   std::optional<Clock::time_point> first_up_;
   std::optional<Clock::time_point> last_link_added_;
+  Clock::time_point last_tick_{};
 };
 
 }  // namespace sdn::apps::topology

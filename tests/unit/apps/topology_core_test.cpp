@@ -45,8 +45,15 @@ class Core : public ::testing::Test {
     c.max_hosts = 3;
     return c;
   }
+  // Moves the clock to `ms`, ticking every TopologyConfig::tick on the way as the app does (a
+  // longer gap between ticks is a busy loop: the LateTick test).
   void at(int ms) {
-    now_ = Clock::time_point{} + milliseconds(ms);
+    const auto target = Clock::time_point{} + milliseconds(ms);
+    while (now_ + core_.config().tick < target) {
+      now_ += core_.config().tick;
+      core_.tick(now_);
+    }
+    now_ = target;
     core_.tick(now_);
   }
   // s1 ports 1,2 (2 links to s2), s2 ports 1,2 (1 to s1), hosts on s1:1 and s2:2.
@@ -82,7 +89,8 @@ TEST_F(Core, SettledEdgePortsAreProbedEveryFifthRoundOnly) {
     per_round.push_back(core_.take_probes().size());
   }
   // Link ports (2) every round; the edge port joins on every 5th round of each switch.
-  EXPECT_EQ(per_round, (std::vector<size_t>{2, 2, 2, 3, 2, 2, 2, 2, 3, 2}));  // rounds 2..11 after up
+  // Rounds at 1 s, 2 s (in at(2000)), then 3..12 s: the 5th round (5 s) and the 10th (10 s).
+  EXPECT_EQ(per_round, (std::vector<size_t>{2, 2, 3, 2, 2, 2, 2, 3, 2, 2}));
 }
 
 TEST_F(Core, PortsArePendingUntilSettledThenEdge) {
@@ -232,6 +240,25 @@ TEST(CoreCluster, ATakenOverSwitchKeepsItsPublishedEdgePorts) {
   core.tick(t + milliseconds(7150));  // past the provisional deadline (7100), link still fresh
   EXPECT_EQ(core.role({6, 1}), PortRole::kLink);
   EXPECT_EQ(core.links().size(), 1u);
+}
+
+// Issue [runtime]: a loop busy for longer than the link timeout (a cooperative rotation) does
+// not kill the links: the LLDP replies of that time are unread, not missing.
+TEST_F(Core, ALoopBusyLongerThanTheLinkTimeoutKeepsTheLinks) {
+  two_switches();
+  core_.lldp_received({1, 2}, {2, 1}, now_);
+  at(1000);
+  now_ += milliseconds(5000);  // no tick for 5 s (> link_timeout 3.5 s)
+  core_.tick(now_);
+  EXPECT_EQ(core_.links().size(), 1u);
+  EXPECT_EQ(core_.figures().late_ticks, 1u);
+  EXPECT_NEAR(core_.figures().late_tick_max_ms, 4900, 1);
+  core_.lldp_received({1, 2}, {2, 1}, now_);  // the reply read after the busy turn
+  at(6000 + 3400);
+  EXPECT_EQ(core_.links().size(), 1u);
+  at(6000 + 3600);  // a link really silent for 3.5 s of listening is still lost
+  EXPECT_TRUE(core_.links().empty());
+  EXPECT_EQ(core_.figures().link_timeouts, 1u);
 }
 
 TEST_F(Core, LinkLostByTimeoutWhenProbesStop) {
