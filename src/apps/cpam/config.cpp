@@ -91,6 +91,8 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
   c.block_real = cfg.get_bool(s, "block_real", c.block_real);
   c.real_block_priority =
       static_cast<uint16_t>(cfg.get_int(s, "real_block_priority", c.real_block_priority, 2, 0xfffe));
+  c.real_block_max_rules = static_cast<size_t>(
+      cfg.get_int(s, "real_block_max_rules", static_cast<int64_t>(c.real_block_max_rules), 0, 10'000'000));
   c.source_guard = cfg.get_bool(s, "source_guard", c.source_guard);
   c.guard_priority = static_cast<uint16_t>(cfg.get_int(s, "guard_priority", c.guard_priority, 1, 0xffff));
   c.spoof_drop = std::chrono::seconds(cfg.get_int(s, "spoof_drop_s", c.spoof_drop.count(), 1, 3600));

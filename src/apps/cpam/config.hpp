@@ -78,6 +78,9 @@ struct CpamConfig {
   bool block_real = true;
   std::vector<uint32_t> real_allowed_from;
   uint16_t real_block_priority = 5;
+  // Every switch gets the real-address blocks while they take at most this many rules a switch;
+  // past it, each protected address's drops go to the switch it is located at (guard.hpp).
+  size_t real_block_max_rules = 1024;
   Ipv6Policy ipv6 = Ipv6Policy::kBlock;
   // Source guard: a frame entering an edge port must carry the MAC and IPv4 source bound there
   // (a protected host's, once located; no other host's address or MAC); an offending source is

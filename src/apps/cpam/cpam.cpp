@@ -71,6 +71,12 @@ CpamService::CpamService(CpamConfig cfg, std::shared_ptr<data::Due> due, core::M
     ips.reserve(dir_.hosts.size());
     for (const auto& h : dir_.hosts) ips.push_back(h.ip);
     real_blocks_ = guard::cover(std::move(ips));
+    real_per_host_ = cfg_.block_real && real_blocks_.size() * guard::rules_per_prefix(cfg_) > cfg_.real_block_max_rules;
+    if (real_per_host_)
+      spdlog::info("cpam: {} protected addresses make {} blocks ({} rules a switch, over real_block_max_rules {}): "
+                   "each address's drops go to the switch it is located at; elsewhere the controller drops",
+                   dir_.hosts.size(), real_blocks_.size(), real_blocks_.size() * guard::rules_per_prefix(cfg_),
+                   cfg_.real_block_max_rules);
   }
   if (cfg_.ipv6 == Ipv6Policy::kAllow)
     spdlog::warn("cpam: ipv6 = \"allow\": every protected host stays reachable on its fixed IPv6 addresses "
@@ -255,6 +261,7 @@ nlohmann::json CpamService::stats_json() const {
   j["guard"] = {{"ipv6", cfg_.ipv6 == Ipv6Policy::kBlock ? "block" : "allow"},
                 {"source_guard", cfg_.source_guard},
                 {"real_blocks", real_blocks_.size()},
+                {"real_placement", real_per_host_ ? "host_switch" : "every_switch"},
                 {"spoofed_src", c.spoofed_src},
                 {"rules", c.guard_rules},
                 {"rule_errors", c.guard_errors},

@@ -155,6 +155,7 @@ class CpamService {
   std::shared_ptr<shared::Store> store_;
   std::unique_ptr<shared::Link> link_;
   std::vector<guard::Prefix> real_blocks_;  // the protected real addresses as CIDR blocks
+  bool real_per_host_ = false;               // past real_block_max_rules: drops at each host's switch
   // Set by the cluster's thread: the generation this instance leads with (0 = follower).
   std::shared_ptr<std::atomic<uint64_t>> leader_gen_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::atomic<bool> leading_{false};

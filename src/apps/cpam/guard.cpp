@@ -59,6 +59,52 @@ std::vector<Prefix> cover(std::vector<uint32_t> ips) {
   return out;
 }
 
+std::vector<ofp::FlowMod> real_rules(const CpamConfig& cfg, const Prefix& p, uint64_t low) {
+  std::vector<ofp::FlowMod> out;
+  const uint32_t mask = mask_of(p.len);
+  auto dst = [&](uint16_t type, OxmField f) {
+    ofp::Match m;
+    m.set(OxmField::kEthType, type);
+    if (p.len == 32) {
+      m.set(f, p.base);
+    } else {
+      m.set_masked(f, p.base, mask);
+    }
+    return m;
+  };
+  out.push_back(add(cfg, cookie(Kind::kRealDrop, low), cfg.real_block_priority, dst(pkt::ethertype::kIpv4, OxmField::kIpv4Dst)));
+  out.push_back(add(cfg, cookie(Kind::kRealDrop, low), cfg.real_block_priority, dst(pkt::ethertype::kArp, OxmField::kArpTpa)));
+  for (uint32_t a : cfg.real_allowed_from) {
+    // Same match plus the allowed source, one above: to the controller, whose forwarding app
+    // then installs its own exact flows (priority above this) for that conversation.
+    ofp::Match ip = dst(pkt::ethertype::kIpv4, OxmField::kIpv4Dst);
+    ip.set(OxmField::kIpv4Src, a);
+    ofp::Match arp = dst(pkt::ethertype::kArp, OxmField::kArpTpa);
+    arp.set(OxmField::kArpSpa, a);
+    for (ofp::Match* m : {&ip, &arp}) {
+      ofp::FlowMod fm = add(cfg, cookie(Kind::kRealAllow, low), static_cast<uint16_t>(cfg.real_block_priority + 1), *m);
+      fm.instructions.push_back(ofp::InstrApplyActions{ofp::ActionList{ofp::ActionOutput{ofp::port::kController}}});
+      out.push_back(std::move(fm));
+    }
+  }
+  return out;
+}
+
+std::vector<ofp::FlowMod> real_delete(const CpamConfig& cfg, uint64_t low) {
+  std::vector<ofp::FlowMod> out;
+  for (Kind k : {Kind::kRealDrop, Kind::kRealAllow}) {
+    ofp::FlowMod fm;
+    fm.command = ofp::FlowModCommand::kDelete;
+    fm.table_id = cfg.table_id;
+    fm.cookie = cookie(k, low);
+    fm.cookie_mask = ~uint64_t{0};
+    out.push_back(std::move(fm));
+  }
+  return out;
+}
+
+size_t rules_per_prefix(const CpamConfig& cfg) { return 2 * (1 + cfg.real_allowed_from.size()); }
+
 std::vector<ofp::FlowMod> switch_rules(const CpamConfig& cfg, std::span<const Prefix> real) {
   std::vector<ofp::FlowMod> out;
   if (cfg.ipv6 == Ipv6Policy::kBlock) {
@@ -68,35 +114,8 @@ std::vector<ofp::FlowMod> switch_rules(const CpamConfig& cfg, std::span<const Pr
   }
   if (!cfg.block_real) return out;
   uint64_t n = 0;
-  for (const Prefix& p : real) {
-    const uint32_t mask = mask_of(p.len);
-    auto dst = [&](uint16_t type, OxmField f) {
-      ofp::Match m;
-      m.set(OxmField::kEthType, type);
-      if (p.len == 32) {
-        m.set(f, p.base);
-      } else {
-        m.set_masked(f, p.base, mask);
-      }
-      return m;
-    };
-    out.push_back(add(cfg, cookie(Kind::kRealDrop, n), cfg.real_block_priority, dst(pkt::ethertype::kIpv4, OxmField::kIpv4Dst)));
-    out.push_back(add(cfg, cookie(Kind::kRealDrop, n), cfg.real_block_priority, dst(pkt::ethertype::kArp, OxmField::kArpTpa)));
-    for (uint32_t a : cfg.real_allowed_from) {
-      // Same match plus the allowed source, one above: to the controller, whose forwarding app
-      // then installs its own exact flows (priority above this) for that conversation.
-      ofp::Match ip = dst(pkt::ethertype::kIpv4, OxmField::kIpv4Dst);
-      ip.set(OxmField::kIpv4Src, a);
-      ofp::Match arp = dst(pkt::ethertype::kArp, OxmField::kArpTpa);
-      arp.set(OxmField::kArpSpa, a);
-      for (ofp::Match* m : {&ip, &arp}) {
-        ofp::FlowMod fm = add(cfg, cookie(Kind::kRealAllow, n), static_cast<uint16_t>(cfg.real_block_priority + 1), *m);
-        fm.instructions.push_back(ofp::InstrApplyActions{ofp::ActionList{ofp::ActionOutput{ofp::port::kController}}});
-        out.push_back(std::move(fm));
-      }
-    }
-    ++n;
-  }
+  for (const Prefix& p : real)
+    for (auto& fm : real_rules(cfg, p, n++)) out.push_back(std::move(fm));
   return out;
 }
 
@@ -152,7 +171,14 @@ void Cpam::guard_switch_up(southbound::SwitchContext& sw) {
   const uint64_t dpid = sw.dpid();
   guarded_edges_[dpid].clear();
   std::vector<ofp::Body> batch;
-  for (auto& fm : guard::switch_rules(cfg_, svc_->real_blocks_)) batch.emplace_back(std::move(fm));
+  const bool per_host = svc_->real_per_host_;
+  for (auto& fm : guard::switch_rules(cfg_, per_host ? std::span<const guard::Prefix>{} : svc_->real_blocks_))
+    batch.emplace_back(std::move(fm));
+  if (per_host)  // hosts the view already places here (a reconnect)
+    for (const auto& [mac, loc] : view_.hosts_on(dpid))
+      if (auto idx = svc_->dir_.find_ip(loc.ipv4))
+        for (auto& fm : guard::real_rules(cfg_, guard::Prefix{loc.ipv4, 32}, guard::kHostLow | *idx))
+          batch.emplace_back(std::move(fm));
   // Edge ports the view already knows (a reconnect): their VIP-source drops at once.
   if (cfg_.source_guard)
     for (uint32_t port : view_.edge_ports(dpid)) {
@@ -186,12 +212,27 @@ void Cpam::guard_topology(const topology::TopologyRecord& rec) {
     auto drop_at = [&](topology::PortRef p) {
       if (auto it = edge_bound_.find(p); it != edge_bound_.end() && it->second.mac == h->mac) edge_bound_.erase(it);
     };
-    if (h->from) drop_at(*h->from);
+    const auto idx = svc_->dir_.find_ip(h->ipv4);
+    // Per-host real-address drops (past real_block_max_rules), on the shard of the switch.
+    auto place = [&](uint64_t dpid, bool add) {
+      if (!svc_->real_per_host_ || !idx || rt_ == nullptr || !guarded_edges_.contains(dpid)) return;
+      auto rules = add ? guard::real_rules(cfg_, guard::Prefix{h->ipv4, 32}, guard::kHostLow | *idx)
+                       : guard::real_delete(cfg_, guard::kHostLow | *idx);
+      rt_->with_switch(dpid, [rules = std::move(rules)](southbound::SwitchContext& sw) mutable {
+        for (auto& m : rules) sw.send(std::move(m));
+      });
+    };
+    if (h->from) {
+      drop_at(*h->from);
+      if (h->from->dpid != h->at.dpid) place(h->from->dpid, false);
+    }
     if (h->state == "gone") {
       drop_at(h->at);
+      place(h->at.dpid, false);
       return;
     }
-    if (auto idx = svc_->dir_.find_ip(h->ipv4)) edge_bound_[h->at] = Bound{*idx, h->mac};
+    if (idx) edge_bound_[h->at] = Bound{*idx, h->mac};
+    place(h->at.dpid, true);
     return;
   }
   const auto* s = std::get_if<topology::SwitchRecord>(&rec);

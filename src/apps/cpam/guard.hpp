@@ -50,6 +50,14 @@ std::vector<Prefix> cover(std::vector<uint32_t> ips);
 // of protected real addresses an IPv4 drop and an ARP drop (arp_tpa) at real_block_priority,
 // with, one above, the same to the controller for each address of real_allowed_from.
 std::vector<ofp::FlowMod> switch_rules(const CpamConfig& cfg, std::span<const Prefix> real);
+// One block's drops (and allows) under cookie low bits `low`, and their DELETE by exact cookie.
+// Past real_block_max_rules a switch does not get every block: each protected address gets
+// its drops, as a /32 under low = kHostLow | host index, on the switch it is located at, and
+// a packet for it entering anywhere else misses, reaches the controller and is dropped there.
+inline constexpr uint64_t kHostLow = uint64_t{1} << 40;
+std::vector<ofp::FlowMod> real_rules(const CpamConfig& cfg, const Prefix& p, uint64_t low);
+std::vector<ofp::FlowMod> real_delete(const CpamConfig& cfg, uint64_t low);
+size_t rules_per_prefix(const CpamConfig& cfg);
 // The drop of VIP sources entering edge port `port` (hosts never own a VIP: someone forged it;
 // on the VIP owner's switch it would otherwise match the VIP rule and be delivered), and its
 // DELETE when the port stops being an edge.

@@ -102,6 +102,13 @@ const HostLocation* TopologyView::host(uint64_t mac) const {
   return it == hosts_.end() ? nullptr : &it->second;
 }
 
+std::vector<std::pair<uint64_t, HostLocation>> TopologyView::hosts_on(uint64_t dpid) const {
+  std::vector<std::pair<uint64_t, HostLocation>> out;
+  for (const auto& [mac, loc] : hosts_)
+    if (loc.at.dpid == dpid) out.emplace_back(mac, loc);
+  return out;
+}
+
 std::optional<uint64_t> TopologyView::mac_of(uint32_t ipv4) const {
   auto it = by_ip_.find(ipv4);
   if (it == by_ip_.end()) return std::nullopt;

@@ -43,6 +43,8 @@ class TopologyView {
   // The settled edge ports of a switch, sorted.
   std::vector<uint32_t> edge_ports(uint64_t dpid) const;
   const HostLocation* host(uint64_t mac) const;
+  // The hosts located on one switch (walks every host: for a switch's (re)connect, not per packet).
+  std::vector<std::pair<uint64_t, HostLocation>> hosts_on(uint64_t dpid) const;
   // The MAC of the host last seen with this IPv4 address (for proxy ARP), if any.
   std::optional<uint64_t> mac_of(uint32_t ipv4) const;
   size_t host_count() const { return hosts_.size(); }

@@ -549,6 +549,34 @@ TEST_F(CpamFabric, TheGuardDropsIpv6AndRealAddressesOnTheSwitchWhateverTheSource
   EXPECT_EQ(g["real_blocks"].get<uint64_t>(), 4u) << "10.0.0.1-8 is .1/32 .2/31 .4/30 .8/32";
 }
 
+// Issue [runtime]: past real_block_max_rules (100,000 addresses make ~5,200 blocks: 25 million
+// rules on 2,388 switches) each address's drops go only to its host's switch; a packet for it
+// entering elsewhere reaches the controller, which drops it.
+TEST_F(CpamFabric, PastTheRuleBudgetRealAddressDropsSitAtEachHostsSwitch) {
+  cfg_.real_block_max_rules = 0;
+  build(2, RuntimeMode::kSharded);
+  EXPECT_EQ(svc_->stats_json()["guard"]["real_placement"], "host_switch");
+  const uint64_t at8 = topo_->core().host(host(8).mac.value)->at.dpid;
+  const uint64_t low8 = guard::kHostLow | *svc_->hosts().find_ip(host(8).ip.value);
+  for (uint64_t d = 1; d <= 7; ++d) {
+    EXPECT_EQ(fabric_->sw(d).flows_in_cookie_range(guard::cookie(guard::Kind::kRealDrop, low8), ~uint64_t{0}).size(),
+              d == at8 ? 2u : 0u) << "switch " << d;
+    // No block rules anywhere: only per-host /32s.
+    for (const auto& f : fabric_->sw(d).flows_in_cookie_range(guard::cookie(guard::Kind::kRealDrop), guard::kKindMask))
+      EXPECT_NE(f.cookie & guard::kHostLow, 0u);
+  }
+  fabric_->clear_deliveries();
+  // From h7, on h8's switch: dropped by the switch.
+  EXPECT_EQ(fabric_->send("h7", pkt::icmp_echo(host(7).mac, host(8).mac, host(7).ip, host(8).ip, false, 1, 1)).packet_ins, 0u);
+  // From h1 (another switch), with an address it chose: the controller drops it.
+  const auto real0 = svc_->counters().real_blocked;
+  fabric_->send("h1", pkt::icmp_echo(host(1).mac, host(8).mac, pkt::ipv4(10, 0, 200, 1), host(8).ip, false, 1, 1));
+  fabric_->send("h1", pkt::arp_request(host(1).mac, pkt::ipv4(10, 0, 200, 1), host(8).ip));
+  EXPECT_FALSE(received("h8"));
+  EXPECT_TRUE(fabric_->deliveries().empty());
+  EXPECT_GT(svc_->counters().real_blocked + svc_->counters().spoofed_src, real0);
+}
+
 TEST_F(CpamFabric, TheSourceGuardDropsAddressesAndMacsNotBoundToThePort) {
   build(2, RuntimeMode::kSharded);
   const uint32_t v8 = vip(host(8));
