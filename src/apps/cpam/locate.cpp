@@ -52,10 +52,10 @@ bool Cpam::may_probe(uint32_t ip, Clock::time_point now) {
 void Cpam::probe(uint32_t ip) {
   auto frame = std::make_shared<const pkt::Bytes>(
       pkt::arp_request(pkt::Mac{virtual_mac(cfg_.dns_ip)}, pkt::Ipv4Addr{cfg_.dns_ip}, pkt::Ipv4Addr{ip}));
-  for (uint64_t dpid : view_.switches()) {
-    std::vector<uint32_t> edges = view_.edge_ports(dpid);
-    if (edges.empty() || rt_ == nullptr) continue;
+  if (rt_ == nullptr) return;
+  for (const auto& [dpid, edges] : view_.edge_port_map()) {
     ofp::PacketOut po;
+    po.actions.reserve(edges.size());
     for (uint32_t port : edges) po.actions.push_back(ofp::ActionOutput{port});
     rt_->with_switch(dpid, [po = std::move(po), frame](SwitchContext& s) mutable {
       po.data = *frame;

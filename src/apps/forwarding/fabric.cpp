@@ -218,8 +218,8 @@ void FabricForwarding::flood_to_edges(SwitchContext& sw, const ofp::PacketIn& pi
   floods_.inc();
   auto frame = std::make_shared<const std::vector<uint8_t>>(pin.data.begin(), pin.data.end());
   flows::release_buffer(sw, pin, in_port);  // a buffered original is dropped: the copies carry the data
-  for (uint64_t dpid : view_.switches()) {
-    std::vector<uint32_t> edges = view_.edge_ports(dpid);
+  for (const auto& [dpid, all] : view_.edge_port_map()) {
+    std::vector<uint32_t> edges = all;
     if (dpid == sw.dpid()) std::erase(edges, in_port);
     if (edges.empty()) continue;
     ofp::PacketOut po;

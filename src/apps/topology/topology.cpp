@@ -20,7 +20,7 @@ TopologyConfig read_topology_config(core::Config& cfg, std::string_view s) {
   c.link_timeout = std::chrono::milliseconds(cfg.get_int(s, "link_timeout_ms", c.link_timeout.count(), 200, 600000));
   c.port_settle = std::chrono::milliseconds(cfg.get_int(s, "port_settle_ms", c.port_settle.count(), 0, 60000));
   c.edge_probe_rounds =
-      static_cast<uint32_t>(cfg.get_int(s, "edge_probe_rounds", c.edge_probe_rounds, 1, 1000));
+      static_cast<uint32_t>(cfg.get_int(s, "edge_probe_rounds", c.edge_probe_rounds, 0, 1000));
   c.max_hosts = static_cast<size_t>(cfg.get_int(s, "max_hosts", static_cast<int64_t>(c.max_hosts), 1, 10'000'000));
   c.republish = std::chrono::milliseconds(cfg.get_int(s, "cluster_republish_ms", c.republish.count(), 0, 3'600'000));
   if (c.link_timeout <= c.lldp_interval)

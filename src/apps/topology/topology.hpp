@@ -28,7 +28,7 @@ namespace sdn::apps::topology {
 inline constexpr unsigned kHomeShard = 0;
 
 // [topology]: lldp_interval_ms (100..60000), link_timeout_ms (> lldp_interval_ms),
-// port_settle_ms (0..60000), edge_probe_rounds (1..1000), max_hosts (1..10,000,000).
+// port_settle_ms (0..60000), edge_probe_rounds (0..1000, 0: never), max_hosts (1..10,000,000).
 TopologyConfig read_topology_config(core::Config& cfg, std::string_view section = "topology");
 
 // What the instances share: the core (touched only on the home shard) and a figures snapshot

@@ -31,7 +31,7 @@ struct TopologyConfig {
   // A port that comes up is kPending for this long (no flooding, no host learning on it) unless
   // an LLDP probe shows it is a link: what keeps a not-yet-discovered loop from storming.
   std::chrono::milliseconds port_settle{2000};
-  uint32_t edge_probe_rounds = 5;                 // settled edge ports: every 5th round only
+  uint32_t edge_probe_rounds = 0;                 // settled edge ports: never (0), or every Nth round
   std::chrono::milliseconds tick{100};            // how often the app calls tick()
   size_t max_hosts = 100000;                      // beyond: not tracked, counted
   // In a cluster (docs/cluster.md) this instance masters only some switches, and a probe sent by

@@ -1,6 +1,7 @@
 // Topology replica fed from Data Updates.
 #include "apps/topology/view.hpp"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace sdn::apps::topology {
@@ -20,7 +21,7 @@ void TopologyView::apply(const TopologyRecord& r) {
         if constexpr (std::is_same_v<T, SwitchRecord>) {
           if (!x.up) {
             ports_.erase(x.dpid);
-            edge_switches_.erase(x.dpid);
+            edges_.erase(x.dpid);
             paths_.remove_switch(x.dpid);
             absl::erase_if(hosts_, [&](const auto& kv) { return kv.second.at.dpid == x.dpid; });
             absl::erase_if(by_ip_, [&](const auto& kv) { return !hosts_.contains(kv.second); });
@@ -28,15 +29,16 @@ void TopologyView::apply(const TopologyRecord& r) {
           }
           auto& ports = ports_[x.dpid];
           ports.clear();
-          bool edges = false;
+          std::vector<uint32_t> edges;
           for (const auto& [p, role] : x.ports) {
             ports[p] = role;
-            edges = edges || role == PortRole::kEdge;
+            if (role == PortRole::kEdge) edges.push_back(p);
           }
-          if (edges) {
-            edge_switches_.insert(x.dpid);
+          if (edges.empty()) {
+            edges_.erase(x.dpid);
           } else {
-            edge_switches_.erase(x.dpid);
+            std::sort(edges.begin(), edges.end());
+            edges_[x.dpid] = std::move(edges);
           }
           paths_.add_switch(x.dpid);
           // A port that is no longer a link port has no link (a record may have been missed).
@@ -90,11 +92,8 @@ std::vector<uint32_t> TopologyView::flood_ports(uint64_t dpid, uint32_t in_port)
 }
 
 std::vector<uint32_t> TopologyView::edge_ports(uint64_t dpid) const {
-  std::vector<uint32_t> out;
-  if (auto s = ports_.find(dpid); s != ports_.end())
-    for (const auto& [p, role] : s->second)
-      if (role == PortRole::kEdge) out.push_back(p);
-  return out;
+  auto it = edges_.find(dpid);
+  return it == edges_.end() ? std::vector<uint32_t>{} : it->second;
 }
 
 const HostLocation* TopologyView::host(uint64_t mac) const {

@@ -49,8 +49,10 @@ class TopologyView {
   std::optional<uint64_t> mac_of(uint32_t ipv4) const;
   size_t host_count() const { return hosts_.size(); }
   std::vector<uint64_t> switches() const;
-  // Switches with at least one settled edge port (what a probe to every host port costs).
-  size_t edge_switch_count() const { return edge_switches_.size(); }
+  // Switches with at least one settled edge port, and their edge ports (sorted): kept as
+  // records arrive, so a probe out of every host port does not walk every port of the fabric.
+  size_t edge_switch_count() const { return edges_.size(); }
+  const absl::flat_hash_map<uint64_t, std::vector<uint32_t>>& edge_port_map() const { return edges_; }
   uint64_t records_applied() const { return applied_; }
 
  private:
@@ -58,7 +60,7 @@ class TopologyView {
   PathEngine paths_;
   absl::flat_hash_map<uint64_t, HostLocation> hosts_;
   absl::flat_hash_map<uint32_t, uint64_t> by_ip_;
-  absl::flat_hash_set<uint64_t> edge_switches_;
+  absl::flat_hash_map<uint64_t, std::vector<uint32_t>> edges_;
   uint64_t applied_ = 0;
 };
 

@@ -76,7 +76,23 @@ TEST_F(Core, NewSwitchIsProbedOnEveryPortAtOnceThenEveryInterval) {
   EXPECT_EQ(core_.figures().lldp_sent, 6u);
 }
 
-TEST_F(Core, SettledEdgePortsAreProbedEveryFifthRoundOnly) {
+TEST_F(Core, SettledEdgePortsAreNotProbedByDefault) {
+  core_.switch_up(1, ports({1, 2}), now_);
+  core_.switch_up(2, ports({1}), now_);
+  core_.lldp_received({1, 2}, {2, 1}, now_);
+  at(2000);  // 1:1 settled as an edge; 1:2 and 2:1 are link ports
+  core_.take_probes();
+  for (int r = 3; r <= 12; ++r) {
+    at(r * 1000);
+    core_.lldp_received({1, 2}, {2, 1}, now_);
+    for (const PortRef& p : core_.take_probes()) EXPECT_FALSE(p.dpid == 1 && p.port == 1) << "round " << r;
+  }
+}
+
+TEST_F(Core, SettledEdgePortsAreProbedEveryFifthRoundOnlyWhenAsked) {
+  TopologyConfig c = cfg();
+  c.edge_probe_rounds = 5;
+  core_ = TopologyCore(c);
   core_.switch_up(1, ports({1, 2}), now_);
   core_.switch_up(2, ports({1}), now_);
   core_.lldp_received({1, 2}, {2, 1}, now_);
@@ -217,6 +233,12 @@ TEST(CoreCluster, ATakenOverSwitchKeepsItsPublishedEdgePorts) {
   const std::vector<std::pair<uint32_t, PortRole>> published{{1, PortRole::kEdge}, {2, PortRole::kEdge},
                                                              {3, PortRole::kLink}};
   Clock::time_point t{};
+  // Ticks every 100 ms up to `to`, as the app does (a longer gap is a busy loop).
+  Clock::time_point ticked = t;
+  auto tick_to = [&](Clock::time_point to) {
+    while (ticked + c.tick < to) core.tick(ticked += c.tick);
+    core.tick(ticked = to);
+  };
   core.switch_up(5, ports({1, 2, 3, 4}), t, &published);
   EXPECT_EQ(core.role({5, 1}), PortRole::kEdge);
   EXPECT_EQ(core.role({5, 2}), PortRole::kEdge);
@@ -227,17 +249,17 @@ TEST(CoreCluster, ATakenOverSwitchKeepsItsPublishedEdgePorts) {
   EXPECT_EQ(core.figures().pending_ports, 1u);
   core.host_seen(0x0a, 0x0a000001, {5, 1}, t);  // a host on a kept edge port is learned at once
   EXPECT_TRUE(core.host(0x0a).has_value());
-  core.tick(t + milliseconds(2000));
+  tick_to(t + milliseconds(2000));
   EXPECT_EQ(core.figures().pending_ports, 0u);
   EXPECT_EQ(core.role({5, 3}), PortRole::kLink);
   // No probe confirmed 5:3 within link_timeout (3.5 s): pending again, then an edge.
-  core.tick(t + milliseconds(3600));
+  tick_to(t + milliseconds(3600));
   EXPECT_EQ(core.role({5, 3}), PortRole::kPending);
   // A confirmed one stays: take over switch 6 whose port 1 a probe then confirms.
   const std::vector<std::pair<uint32_t, PortRole>> p6{{1, PortRole::kLink}};
   core.switch_up(6, ports({1}), t + milliseconds(3600), &p6);
   core.lldp_received({5, 4}, {6, 1}, t + milliseconds(3700));
-  core.tick(t + milliseconds(7150));  // past the provisional deadline (7100), link still fresh
+  tick_to(t + milliseconds(7150));  // past the provisional deadline (7100), link still fresh
   EXPECT_EQ(core.role({6, 1}), PortRole::kLink);
   EXPECT_EQ(core.links().size(), 1u);
 }
