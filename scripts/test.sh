@@ -10,6 +10,9 @@
 #   JOBS=2            parallel build jobs
 #   SKIP_ASAN=1 / SKIP_FUZZ=1 / SKIP_INTEGRATION=1   leave a phase out (it is reported as skipped)
 #   BUILD_DIR=build ASAN_BUILD_DIR=build-asan FUZZ_BUILD_DIR=build-fuzz   build trees (the presets' dirs)
+#   PRUNE_OBJECTS=1   once a tree is built, delete its object files and static libraries (the
+#                     binaries stay): on by default under CI=true, where one run ran out of disk
+#                     during the ASan build; off otherwise, so a local rerun builds incrementally
 set -Euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cd "$SDN_ROOT"
@@ -34,6 +37,18 @@ phase_end() {   # phase_end RESULT
   log "test: $PHASE: $1 ($(fmt_ms "$dt"))"
 }
 count() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); }
+
+# Free space where the build trees and /tmp live, for the log and the timings table: a run that
+# runs out of disk says so there instead of failing a compile or a mktemp far from the cause.
+free_disk() { df -Ph "$SDN_ROOT" /tmp | awk 'NR > 1 { printf "%s%s %s free", sep, $6, $4; sep = ", " }'; }
+PRUNE_OBJECTS=${PRUNE_OBJECTS:-$([[ ${CI:-} == true ]] && echo 1 || echo 0)}
+# prune_tree DIR: delete a built tree's objects and archives (CI only, see PRUNE_OBJECTS).
+prune_tree() {
+  ((PRUNE_OBJECTS)) || return 0
+  local before; before=$(du -sh "$1" 2>/dev/null | cut -f1)
+  find "$1" -type f \( -name '*.o' -o -name '*.a' \) -delete 2>/dev/null
+  log "test: pruned objects of $1 ($before -> $(du -sh "$1" 2>/dev/null | cut -f1)); $(free_disk)"
+}
 
 # run_ctest LABEL [DIR]: run ctest for one label (in DIR, default BUILD_DIR), add its pass/fail counts; a ctest that cannot run
 # counts as one failure.
@@ -118,6 +133,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- setup + build
+log "test: disk at start: $(free_disk)"
 phase_begin "setup (packages)"
 if bash scripts/setup.sh --no-build; then phase_end ok; else phase_end FAILED; count 0 1; fi
 
@@ -144,6 +160,7 @@ if cmake --preset release -B "$BUILD_DIR" -DSDNATOR_TESTS=ON >"$WORK/configure.l
   if cmake --build "$BUILD_DIR" -j "$JOBS" -- -k 0; then BUILD_OK=1; fi
 fi
 if ((BUILD_OK)); then phase_end ok; else phase_end FAILED; count 0 1; NOTES+=("release build failed"); fi
+prune_tree "$BUILD_DIR"
 
 # ---------------------------------------------------------------- unit
 phase_begin "unit tests"
@@ -163,6 +180,9 @@ if ((ASAN_OK)); then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest unit "$ASAN_BUILD_DIR"
 fi
+# The ASan tree is the largest (instrumented objects, every test binary): once its tests ran it
+# is of no further use to this run.
+[[ ${PRUNE_OBJECTS} == 1 && -d $ASAN_BUILD_DIR ]] && { rm -rf "$ASAN_BUILD_DIR"; log "test: removed $ASAN_BUILD_DIR; $(free_disk)"; }
 
 # ---------------------------------------------------------------- fuzz smoke
 FUZZ_OK=0
@@ -186,6 +206,7 @@ if ((FUZZ_OK)); then
     phase_end "$fp passed, $ff failed"
   fi
 fi
+[[ ${PRUNE_OBJECTS} == 1 && -d $FUZZ_BUILD_DIR ]] && { rm -rf "$FUZZ_BUILD_DIR"; log "test: removed $FUZZ_BUILD_DIR; $(free_disk)"; }
 
 # ---------------------------------------------------------------- integration
 phase_begin "integration tests"
@@ -210,6 +231,7 @@ echo
 echo "==== timings"
 printf '%s\n' "${TIMINGS[@]}"
 printf '%-22s %8s\n' "total" "$(fmt_ms $(($(now_ms) - T_ALL)))"
+echo "disk at end: $(free_disk)"
 ((${#NOTES[@]} == 0)) || printf 'note: %s\n' "${NOTES[@]}"
 echo
 echo "$PASSED passed, $FAILED failed"
