@@ -40,7 +40,7 @@ count() { PASSED=$((PASSED + $1)); FAILED=$((FAILED + $2)); }
 
 # Free space where the build trees and /tmp live, for the log and the timings table: a run that
 # runs out of disk says so there instead of failing a compile or a mktemp far from the cause.
-free_disk() { df -Ph "$SDN_ROOT" /tmp | awk 'NR > 1 { printf "%s%s %s free", sep, $6, $4; sep = ", " }'; }
+free_disk() { df -Ph "$SDN_ROOT" /tmp | awk 'NR > 1 && !seen[$6]++ { printf "%s%s %s free", sep, $6, $4; sep = ", " }'; }
 PRUNE_OBJECTS=${PRUNE_OBJECTS:-$([[ ${CI:-} == true ]] && echo 1 || echo 0)}
 # prune_tree DIR: delete a built tree's objects and archives (CI only, see PRUNE_OBJECTS).
 prune_tree() {

@@ -282,15 +282,38 @@ recovery::VipExpect Cpam::expect_vip(uint64_t dpid, uint32_t vip) {
   return e;
 }
 
+std::span<const uint32_t> Cpam::live_vips_of(uint32_t host) {
+  const auto& table = svc_->vips();
+  const size_t hosts = svc_->dir_.hosts.size();
+  if (const uint64_t version = table.live_version(); version != live_.version) {
+    // One walk of the pool (a change during it moves the version on: the next call rebuilds),
+    // then a counting sort of what it saw by owner.
+    live_.version = version;
+    std::vector<std::pair<uint32_t, uint32_t>> seen;  // (owner, vip)
+    for (uint32_t v = 0; v < table.size(); ++v)
+      if (const auto x = table.load(v); live_state(x.state) && x.owner < hosts) seen.emplace_back(x.owner, v);
+    live_.start.assign(hosts + 1, 0);
+    for (const auto& [owner, v] : seen) ++live_.start[owner + 1];
+    for (size_t h = 1; h < live_.start.size(); ++h) live_.start[h] += live_.start[h - 1];
+    live_.vips.resize(seen.size());
+    std::vector<uint32_t> at(live_.start.begin(), live_.start.end() - 1);
+    for (const auto& [owner, v] : seen) live_.vips[at[owner]++] = v;
+  }
+  if (host + 1 >= live_.start.size()) return {};
+  return std::span<const uint32_t>(live_.vips).subspan(live_.start[host], live_.start[host + 1] - live_.start[host]);
+}
+
 std::vector<ofp::FlowMod> Cpam::wanted_vip_rules(uint64_t dpid) {
   std::vector<ofp::FlowMod> out;
-  auto& table = svc_->vips();
-  for (uint32_t v = 0; v < table.size(); ++v) {
-    const auto s = table.load(v).state;
-    if (!live_state(s)) continue;
-    if (auto e = expect_vip(dpid, v); e.kind == recovery::VipExpect::kExact) {
-      out.push_back(std::move(e.rule));
-      svc_->note_rule(v, dpid);
+  absl::flat_hash_set<uint32_t> seen;  // a host index once, even if two MACs there claim its address
+  for (const auto& [mac, loc] : view_.hosts_on(dpid)) {
+    const auto h = svc_->dir_.find_ip(loc.ipv4);
+    if (!h || !seen.insert(*h).second) continue;
+    for (uint32_t v : live_vips_of(*h)) {
+      if (auto e = expect_vip(dpid, v); e.kind == recovery::VipExpect::kExact) {
+        out.push_back(std::move(e.rule));
+        svc_->note_rule(v, dpid);
+      }
     }
   }
   return out;

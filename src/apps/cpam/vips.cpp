@@ -93,7 +93,10 @@ Clock::time_point VipTable::grace_since(uint32_t vip) const {
 
 bool VipTable::reserve(uint32_t vip, uint32_t owner) {
   uint64_t expect = pack(VipState::kFree, kNone, 0, 0);
-  return words_[vip].compare_exchange_strong(expect, pack(VipState::kReserved, owner, 0, 0), std::memory_order_acq_rel);
+  if (!words_[vip].compare_exchange_strong(expect, pack(VipState::kReserved, owner, 0, 0), std::memory_order_acq_rel))
+    return false;
+  live_changed();
+  return true;
 }
 
 // State changes that keep the references: a CAS loop over the state bits only.
@@ -124,11 +127,15 @@ bool VipTable::try_quarantine(uint32_t vip) {
   uint64_t w = words_[vip].load(std::memory_order_acquire);
   const View v = unpack(w);
   if (v.state != VipState::kGrace || v.sessions != 0 || v.flows != 0) return false;
-  return words_[vip].compare_exchange_strong(w, pack(VipState::kQuarantine, v.owner, 0, 0), std::memory_order_acq_rel);
+  if (!words_[vip].compare_exchange_strong(w, pack(VipState::kQuarantine, v.owner, 0, 0), std::memory_order_acq_rel))
+    return false;
+  live_changed();
+  return true;
 }
 
 void VipTable::free(uint32_t vip) {
   words_[vip].store(pack(VipState::kFree, kNone, 0, 0), std::memory_order_release);
+  live_changed();
 }
 
 void VipTable::restore(uint32_t vip, VipState s, uint32_t owner, Clock::time_point grace_since) {
@@ -138,6 +145,7 @@ void VipTable::restore(uint32_t vip, VipState s, uint32_t owner, Clock::time_poi
     const View v = unpack(w);
     return pack(s, owner, v.sessions, v.flows);
   });
+  live_changed();
 }
 
 void VipTable::add_session(uint32_t vip) {

@@ -65,6 +65,10 @@ class VipTable {
   void restore(uint32_t vip, VipState s, uint32_t owner, Clock::time_point grace_since);
   // The reference of a reloaded or adopted binding, whatever the state: the VIP is in use.
   void add_session(uint32_t vip);
+  // Bumped after every change of which VIPs are live (Reserved, Primary, Grace) or of their
+  // owners: reserve, a quarantine, free, restore. A reader's index of live VIPs built at version
+  // V holds everything that was live at V (LiveIndex in cpam.hpp).
+  uint64_t live_version() const { return live_version_.load(std::memory_order_acquire); }
 
  private:
   // bits 0..19 flow refs, 20..39 session refs, 40..60 owner (all ones = none), 61..63 state.
@@ -75,6 +79,8 @@ class VipTable {
   static View unpack(uint64_t w);
   std::vector<std::atomic<uint64_t>> words_;
   std::vector<std::atomic<int64_t>> grace_since_;  // steady-clock ns
+  std::atomic<uint64_t> live_version_{0};
+  void live_changed() { live_version_.fetch_add(1, std::memory_order_acq_rel); }
 };
 
 // The names and real addresses of the protected hosts (fixed at start).

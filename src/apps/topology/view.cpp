@@ -23,8 +23,15 @@ void TopologyView::apply(const TopologyRecord& r) {
             ports_.erase(x.dpid);
             edges_.erase(x.dpid);
             paths_.remove_switch(x.dpid);
-            absl::erase_if(hosts_, [&](const auto& kv) { return kv.second.at.dpid == x.dpid; });
-            absl::erase_if(by_ip_, [&](const auto& kv) { return !hosts_.contains(kv.second); });
+            if (auto on = by_switch_.find(x.dpid); on != by_switch_.end()) {
+              for (uint64_t mac : on->second) {
+                auto it = hosts_.find(mac);
+                if (it == hosts_.end()) continue;
+                if (auto ip = by_ip_.find(it->second.ipv4); ip != by_ip_.end() && ip->second == mac) by_ip_.erase(ip);
+                hosts_.erase(it);
+              }
+              by_switch_.erase(on);
+            }
             return;
           }
           auto& ports = ports_[x.dpid];
@@ -54,12 +61,16 @@ void TopologyView::apply(const TopologyRecord& r) {
           if (x.state == "gone") {
             if (auto it = hosts_.find(x.mac); it != hosts_.end() && it->second.at == x.at) {
               if (auto ip = by_ip_.find(it->second.ipv4); ip != by_ip_.end() && ip->second == x.mac) by_ip_.erase(ip);
+              unindex(x.mac, it->second.at.dpid);
               hosts_.erase(it);
             }
           } else {
-            HostLocation& loc = hosts_[x.mac];
-            if (loc.ipv4 != x.ipv4)
+            auto [it, fresh] = hosts_.try_emplace(x.mac);
+            HostLocation& loc = it->second;
+            if (!fresh && loc.ipv4 != x.ipv4)
               if (auto ip = by_ip_.find(loc.ipv4); ip != by_ip_.end() && ip->second == x.mac) by_ip_.erase(ip);
+            if (!fresh && loc.at.dpid != x.at.dpid) unindex(x.mac, loc.at.dpid);
+            by_switch_[x.at.dpid].insert(x.mac);
             loc = HostLocation{x.at, x.ipv4};
             if (x.ipv4 != 0) by_ip_[x.ipv4] = x.mac;
           }
@@ -103,9 +114,20 @@ const HostLocation* TopologyView::host(uint64_t mac) const {
 
 std::vector<std::pair<uint64_t, HostLocation>> TopologyView::hosts_on(uint64_t dpid) const {
   std::vector<std::pair<uint64_t, HostLocation>> out;
-  for (const auto& [mac, loc] : hosts_)
-    if (loc.at.dpid == dpid) out.emplace_back(mac, loc);
+  auto on = by_switch_.find(dpid);
+  if (on == by_switch_.end()) return out;
+  out.reserve(on->second.size());
+  for (uint64_t mac : on->second)
+    if (auto it = hosts_.find(mac); it != hosts_.end()) out.emplace_back(mac, it->second);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return out;
+}
+
+void TopologyView::unindex(uint64_t mac, uint64_t dpid) {
+  auto on = by_switch_.find(dpid);
+  if (on == by_switch_.end()) return;
+  on->second.erase(mac);
+  if (on->second.empty()) by_switch_.erase(on);
 }
 
 std::optional<uint64_t> TopologyView::mac_of(uint32_t ipv4) const {

@@ -43,7 +43,8 @@ class TopologyView {
   // The settled edge ports of a switch, sorted.
   std::vector<uint32_t> edge_ports(uint64_t dpid) const;
   const HostLocation* host(uint64_t mac) const;
-  // The hosts located on one switch (walks every host: for a switch's (re)connect, not per packet).
+  // The hosts located on one switch, by MAC (from a per-switch index: a switch's (re)connect
+  // costs its own hosts, not every host of the fabric).
   std::vector<std::pair<uint64_t, HostLocation>> hosts_on(uint64_t dpid) const;
   // The MAC of the host last seen with this IPv4 address (for proxy ARP), if any.
   std::optional<uint64_t> mac_of(uint32_t ipv4) const;
@@ -61,7 +62,9 @@ class TopologyView {
   absl::flat_hash_map<uint64_t, HostLocation> hosts_;
   absl::flat_hash_map<uint32_t, uint64_t> by_ip_;
   absl::flat_hash_map<uint64_t, std::vector<uint32_t>> edges_;
+  absl::flat_hash_map<uint64_t, absl::flat_hash_set<uint64_t>> by_switch_;  // dpid -> MACs located there
   uint64_t applied_ = 0;
+  void unindex(uint64_t mac, uint64_t dpid);
 };
 
 }  // namespace sdn::apps::topology

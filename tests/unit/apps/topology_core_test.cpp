@@ -489,6 +489,34 @@ TEST(View, FloodPortsAreEdgesPlusTreeLinksAndNothingFromOffTree) {
   EXPECT_FALSE(v.paths().has_switch(3));
 }
 
+TEST(View, HostsOnASwitchFollowMovesDeparturesAndTheSwitchLeaving) {
+  TopologyView v;
+  v.apply(SwitchRecord{1, true, {{1, PortRole::kEdge}, {2, PortRole::kEdge}}});
+  v.apply(SwitchRecord{2, true, {{1, PortRole::kEdge}}});
+  auto macs_on = [&](uint64_t dpid) {
+    std::vector<uint64_t> out;
+    for (const auto& [mac, loc] : v.hosts_on(dpid)) out.push_back(mac);
+    return out;
+  };
+  v.apply(HostRecord{0xb2, 0x0a000002, {1, 2}, "up", std::nullopt, ""});
+  v.apply(HostRecord{0xb1, 0x0a000001, {1, 1}, "up", std::nullopt, ""});
+  v.apply(HostRecord{0xc1, 0x0a000003, {2, 1}, "up", std::nullopt, ""});
+  EXPECT_EQ(macs_on(1), (std::vector<uint64_t>{0xb1, 0xb2}));  // sorted by MAC
+  EXPECT_EQ(v.hosts_on(1)[0].second.ipv4, 0x0a000001u);
+  v.apply(HostRecord{0xb2, 0x0a000002, {2, 1}, "moved", PortRef{1, 2}, ""});
+  EXPECT_EQ(macs_on(1), (std::vector<uint64_t>{0xb1}));
+  EXPECT_EQ(macs_on(2), (std::vector<uint64_t>{0xb2, 0xc1}));
+  v.apply(HostRecord{0xb1, 0x0a000001, {1, 2}, "gone", std::nullopt, "port_down"});  // not where it is: kept
+  EXPECT_EQ(macs_on(1), (std::vector<uint64_t>{0xb1}));
+  v.apply(HostRecord{0xb1, 0x0a000001, {1, 1}, "gone", std::nullopt, "port_down"});
+  EXPECT_TRUE(macs_on(1).empty());
+  v.apply(SwitchRecord{2, false, {}});
+  EXPECT_TRUE(macs_on(2).empty());
+  EXPECT_EQ(v.host(0xb2), nullptr);
+  EXPECT_EQ(v.mac_of(0x0a000002), std::nullopt);
+  EXPECT_EQ(v.host_count(), 0u);
+}
+
 }  // namespace
 }  // namespace sdn::apps::topology
 
