@@ -40,8 +40,9 @@ struct CpamConfig {
   double rotation_share = 0.25;
   uint32_t switch_flowmod_budget = 2000;
   // Locate probes (an ARP request for a host nobody has seen, out of every edge port): per host
-  // after 0.5 s, 1 s, 2 s, ... up to probe_backoff_max; per shard at most probe_budget
-  // PacketOuts a second (a probe costs one PacketOut per switch with edge ports).
+  // after 0.5 s, 1 s, 2 s, ... up to probe_backoff_max; at most probe_budget PacketOuts a
+  // second for the whole controller, each shard its share (a probe costs one PacketOut per
+  // switch with edge ports).
   uint32_t probe_budget = 5000;
   std::chrono::milliseconds probe_backoff_max{30'000};
   // network/cpam/mapping/<name> records are published only up to this many hosts.

@@ -436,6 +436,7 @@ class Cpam final : public southbound::App {
   struct ProbeState {
     Clock::time_point next{};
     Clock::duration backoff{};
+    Clock::time_point deferred{};  // when the budget last held a probe for it back
   };
   absl::flat_hash_map<uint32_t, ProbeState> probed_;  // real ip of a host not located yet
   double probe_tokens_ = 0;

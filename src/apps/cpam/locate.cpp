@@ -1,7 +1,7 @@
 // Where a protected host is, and the ARP probes that teach topology about a host nobody has
 // seen yet. Probes are the one piece of CPAM whose cost grows with hosts x switches (one
 // PacketOut per switch with edge ports per probe), so they are paced: per host by a backoff,
-// per shard by a budget of PacketOuts per second.
+// and by a budget of PacketOuts per second for the whole controller.
 #include <algorithm>
 
 #include "apps/cpam/cpam.hpp"
@@ -24,21 +24,24 @@ std::optional<Cpam::Loc> Cpam::locate(uint32_t host, Clock::time_point now) {
   return std::nullopt;
 }
 
-// A host is asked again after 500 ms, then 1 s, 2 s, ... up to probe_backoff_max; and a shard
-// sends at most probe_budget PacketOuts a second (a probe costs one per switch with edge ports).
-// A probe that does not fit is not queued: the next locate() of that host asks again.
+// A host is asked again after 500 ms, then 1 s, 2 s, ... up to probe_backoff_max; and the
+// controller sends at most probe_budget PacketOuts a second (a probe costs one per switch with
+// edge ports), each shard its share: more shards do not mean more probes. A probe that does not
+// fit is not queued: the next locate() of that host asks again.
 bool Cpam::may_probe(uint32_t ip, Clock::time_point now) {
   auto& st = probed_[ip];
   if (st.next != Clock::time_point{} && now < st.next) return false;
   const double cost = static_cast<double>(std::max<size_t>(view_.edge_switch_count(), 1));
-  const double rate = static_cast<double>(cfg_.probe_budget);
+  const unsigned shards = rt_ != nullptr ? std::max(1u, rt_->shard_count()) : 1u;
+  const double rate = std::max(1.0, static_cast<double>(cfg_.probe_budget) / shards);
   if (probe_refill_ == Clock::time_point{}) probe_refill_ = now, probe_tokens_ = rate;
   const double dt = std::chrono::duration<double>(now - probe_refill_).count();
   probe_tokens_ = std::min(rate, probe_tokens_ + dt * rate);
   probe_refill_ = now;
   // A network with more edge switches than one second's budget still gets one probe a second.
   if (probe_tokens_ < std::min(cost, rate)) {
-    probes_deferred_.inc();
+    if (st.deferred != now) probes_deferred_.inc();  // once per packet that needed it, not per lookup
+    st.deferred = now;
     return false;
   }
   probe_tokens_ -= std::min(cost, rate);

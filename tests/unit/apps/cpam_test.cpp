@@ -812,6 +812,42 @@ TEST_F(CpamFabric, ARotationKeepsEachSwitchWithinItsFlowModBudget) {
   EXPECT_EQ(rotations_, 1);
 }
 
+TEST_F(CpamFabric, LocateProbesForHostsNobodyHasSeenStayWithinTheControllersBudget) {
+  // Six protected hosts that are attached nowhere: a session to one of them makes CPAM probe for
+  // it (an ARP request out of every edge port: one PacketOut for each of the 4 edge switches).
+  for (uint8_t n = 1; n <= 6; ++n) cfg_.hosts.push_back({"p" + std::to_string(n), pkt::ipv4(10, 0, 1, n).value});
+  cfg_.rotation_interval = seconds(3600);  // the first epoch's batches only
+  cfg_.probe_budget = 8;                   // for the controller: 4 a second a shard, one probe
+  build(2, RuntimeMode::kSharded);
+  std::vector<uint32_t> vips;
+  for (int n = 1; n <= 6; ++n) {
+    auto [rcode, addr, ttl] = resolve(host(1), "p" + std::to_string(n));
+    ASSERT_EQ(rcode, 0) << "p" << n;
+    vips.push_back(addr);
+  }
+  fabric_->advance(seconds(10));  // past every host's backoff; the budget full again
+  auto probes_seen = [&] {  // probe frames delivered to hosts (8 host ports: 8 per probe)
+    size_t n = 0;
+    for (const auto& [to, frame] : fabric_->deliveries()) {
+      auto p = pkt::parse(frame);
+      if (p && p->arp && (p->arp->tpa.value >> 8) == pkt::ipv4(10, 0, 1, 0).value >> 8) ++n;
+    }
+    return n;
+  };
+  for (int round = 0; round < 2; ++round) {
+    const auto c0 = svc_->counters();
+    fabric_->clear_deliveries();
+    for (size_t i = 0; i < vips.size(); ++i)
+      fabric_->send("h1", tcp(host(1), vips[i], static_cast<uint16_t>(40000 + 10 * round + i), 80));
+    const auto c1 = svc_->counters();
+    // One probe fits a shard's share of the budget in a second; the other five are counted, not queued.
+    EXPECT_EQ(c1.probes - c0.probes, 1u) << "round " << round;
+    EXPECT_EQ(c1.probes_deferred - c0.probes_deferred, 5u) << "round " << round;
+    EXPECT_EQ(probes_seen(), 8u) << "round " << round;
+    fabric_->advance(seconds(1));
+  }
+}
+
 TEST_F(CpamFabric, NextEpochRulesArePreInstalledBeforeTheMappingChanges) {
   build(2, RuntimeMode::kSharded);
   const uint32_t before = vip(host(5));
