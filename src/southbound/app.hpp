@@ -98,6 +98,11 @@ class Runtime {
   virtual unsigned shard_count() const = 0;
   // Runs `fn` on shard `shard`'s thread, after what is already queued there.
   virtual void post(unsigned shard, std::function<void()> fn) = 0;
+  // Bookkeeping (a confirm, a host refresh, an erase): runs `fn` on shard `shard` as post does,
+  // but only once the calling shard's current turn is over, the writes of its replies included,
+  // and what one turn has for one shard goes in one post (one wake-up of that thread). Off the
+  // shards, and by default: post.
+  virtual void post_soon(unsigned shard, std::function<void()> fn) { post(shard, std::move(fn)); }
   // Runs `fn` with switch `dpid` on the thread of the shard that owns it: at once when called
   // from that thread, else posted. False (fn dropped) when no switch of that dpid is up; a
   // switch that goes away before a posted `fn` runs drops it too.

@@ -43,6 +43,46 @@ void Controller::post(unsigned shard, std::function<void()> fn) {
   });
 }
 
+void Controller::post_soon(unsigned shard, std::function<void()> fn) {
+  if (stopping_ || shard >= shards_.size()) return;
+  const unsigned self = current_shard();
+  if (self == kNoShard) {
+    post(shard, std::move(fn));
+    return;
+  }
+  counters_->soon_calls.inc();
+  ShardState& me = *shards_[self];
+  if (me.outbox.size() < shards_.size()) me.outbox.resize(shards_.size());
+  me.outbox[shard].push_back(std::move(fn));
+  if (me.outbox_armed) return;
+  me.outbox_armed = true;
+  // Posted twice: the first runs after this handler, when the flushes it posted for its
+  // replies are queued; the second goes behind them. So the other shard is woken after the
+  // replies are written, not in front of them.
+  me.shard->post([this, self] {
+    if (!stopping_) shards_[self]->shard->post([this, self] { flush_outbox(self); });
+  });
+}
+
+void Controller::flush_outbox(unsigned self) {
+  ShardState& me = *shards_[self];
+  me.outbox_armed = false;
+  if (stopping_) return;
+  for (unsigned t = 0; t < me.outbox.size(); ++t) {
+    if (me.outbox[t].empty()) continue;
+    std::vector<std::function<void()>> fns;
+    fns.swap(me.outbox[t]);
+    if (t == self) {  // this shard's own: it is after the turn already
+      for (auto& f : fns) f();
+      continue;
+    }
+    counters_->soon_posts.inc();
+    post(t, [fns = std::move(fns)] {
+      for (const auto& f : fns) f();
+    });
+  }
+}
+
 bool Controller::with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) {
   std::weak_ptr<Connection> weak;
   unsigned shard = 0;

@@ -32,6 +32,9 @@ struct ShardState {
   core::Shard* shard = nullptr;
   std::vector<std::unique_ptr<App>> apps;
   std::unordered_set<std::shared_ptr<Connection>> connections;
+  // post_soon's outbox: per target shard, what this shard's current turn has for it.
+  std::vector<std::vector<std::function<void()>>> outbox;
+  bool outbox_armed = false;
 };
 
 struct SwitchSummary {
@@ -86,6 +89,7 @@ class Controller final : public Runtime, public RoleSink {
   unsigned shard_count() const override { return static_cast<unsigned>(shards_.size()); }
   unsigned current_shard() const override;
   void post(unsigned shard, std::function<void()> fn) override;
+  void post_soon(unsigned shard, std::function<void()> fn) override;
   bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) override;
   bool send_batch_to(uint64_t dpid, std::vector<ofp::Body> batch, Lane lane, BatchCallback done,
                      std::function<void()> queued = {}) override;
@@ -103,6 +107,7 @@ class Controller final : public Runtime, public RoleSink {
 
  private:
   void accept_next();
+  void flush_outbox(unsigned self);
 
   core::ShardPool& pool_;
   SouthboundConfig cfg_;

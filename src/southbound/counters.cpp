@@ -41,6 +41,8 @@ Counters::Counters(core::Metrics& m)
       remote_queued(m.counter("southbound.remote.queued")),
       remote_refused(m.counter("southbound.remote.refused")),
       remote_posted(m.counter("southbound.remote.posted")),
+      soon_calls(m.counter("southbound.post_soon.calls")),
+      soon_posts(m.counter("southbound.post_soon.posts")),
       pin_dropped_port(m.counter("southbound.packet_in.dropped.port")),
       pin_dropped_switch(m.counter("southbound.packet_in.dropped.switch")),
       pin_dropped_control_port(m.counter("southbound.packet_in.dropped.control_port")),

@@ -52,6 +52,9 @@ struct Counters {
   core::Counter& remote_queued;
   core::Counter& remote_refused;
   core::Counter& remote_posted;
+  // Runtime::post_soon: calls, and the cross-shard posts that carried them (one per turn and target).
+  core::Counter& soon_calls;
+  core::Counter& soon_posts;
   // PacketIn admission (pin_limiter.hpp): drops per bucket that was empty, ARP/LLDP admitted
   // on their own budget, frames too malformed to peek (left to the decoder).
   core::Counter& pin_dropped_port;

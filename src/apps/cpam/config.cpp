@@ -47,20 +47,31 @@ bool add_host(CpamConfig& c, std::string_view entry, char sep, std::string* why)
 
 }  // namespace
 
-size_t rotation_batch_size(const CpamConfig& c, size_t hosts) {
-  if (c.batch_hosts != 0) return c.batch_hosts;
+RotationPacing rotation_pacing(const CpamConfig& c, size_t hosts) {
+  if (c.batch_hosts != 0) return {c.batch_hosts, c.batch_delay};
   const double window = c.rotation_share * static_cast<double>(c.rotation_interval.count());
   const double delay = static_cast<double>(std::max<int64_t>(c.batch_delay.count(), 1));
   const size_t batches = static_cast<size_t>(window / delay) + 1;
-  return std::max<size_t>(20, (hosts + batches - 1) / batches);
+  const size_t size = std::max<size_t>(20, (hosts + batches - 1) / batches);
+  if (c.rotation_batch_max == 0 || size <= c.rotation_batch_max) return {size, c.batch_delay};
+  // More, smaller batches closer together: one batch is one turn of shard 0's loop, and the
+  // PacketIns of that shard's switches wait for it.
+  const size_t more = (hosts + c.rotation_batch_max - 1) / c.rotation_batch_max;
+  const auto gap = static_cast<int64_t>(window / static_cast<double>(more));
+  const int64_t most = c.batch_delay.count(), least = std::min<int64_t>(2, most);
+  return {c.rotation_batch_max, std::chrono::milliseconds(std::clamp<int64_t>(gap, least, most))};
 }
 
-size_t switch_batch_cap(const CpamConfig& c) {
+size_t rotation_batch_size(const CpamConfig& c, size_t hosts) { return rotation_pacing(c, hosts).hosts; }
+
+size_t switch_batch_cap(const CpamConfig& c, std::chrono::milliseconds delay) {
   if (c.switch_flowmod_budget == 0) return SIZE_MAX;
   const double per_batch = static_cast<double>(c.switch_flowmod_budget) *
-                           static_cast<double>(std::max<int64_t>(c.batch_delay.count(), 1)) / 1000.0;
+                           static_cast<double>(std::max<int64_t>(delay.count(), 1)) / 1000.0;
   return std::max<size_t>(1, static_cast<size_t>(per_batch));
 }
+
+size_t switch_batch_cap(const CpamConfig& c) { return switch_batch_cap(c, c.batch_delay); }
 
 CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
   CpamConfig c;
@@ -70,6 +81,7 @@ CpamConfig read_cpam_config(core::Config& cfg, std::string_view s) {
   c.batch_hosts = static_cast<uint32_t>(cfg.get_int(s, "rotation_batch", c.batch_hosts, 0, 1 << 20));
   c.batch_delay = ms(cfg, s, "batch_delay_ms", c.batch_delay, 0, 60'000);
   c.rotation_share = cfg.get_double(s, "rotation_share", c.rotation_share, 0.01, 1.0);
+  c.rotation_batch_max = static_cast<uint32_t>(cfg.get_int(s, "rotation_batch_max", c.rotation_batch_max, 0, 1 << 20));
   c.switch_flowmod_budget =
       static_cast<uint32_t>(cfg.get_int(s, "switch_flowmod_budget", c.switch_flowmod_budget, 0, 1'000'000));
   c.probe_budget = static_cast<uint32_t>(cfg.get_int(s, "probe_budget", c.probe_budget, 1, 10'000'000));

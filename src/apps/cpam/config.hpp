@@ -38,6 +38,9 @@ struct CpamConfig {
   uint32_t batch_hosts = 0;
   std::chrono::milliseconds batch_delay{150};
   double rotation_share = 0.25;
+  // Derived batches hold at most this many hosts (0: no cap); more batches then come closer
+  // together (down to 2 ms apart), so no batch makes a long turn of shard 0's loop.
+  uint32_t rotation_batch_max = 500;
   uint32_t switch_flowmod_budget = 2000;
   // Locate probes (an ARP request for a host nobody has seen, out of every edge port): per host
   // after 0.5 s, 1 s, 2 s, ... up to probe_backoff_max; at most probe_budget PacketOuts a
@@ -117,12 +120,21 @@ struct CpamConfig {
   uint32_t vip_ip(uint32_t index) const { return vip_base + 1 + index; }  // skips the network address
 };
 
-// Rotation pacing (rotation.cpp). Hosts per batch: rotation_batch when set; else sized from the
-// host count so the batches, batch_delay apart, fit rotation_share of T, never fewer than Table
-// 1's 20 (500 hosts at T = 60 s: 20; 100,000 hosts at T = 10 s: 17 batches of 5,883).
+// Rotation pacing (rotation.cpp). Hosts per batch and the gap between batches: rotation_batch
+// and batch_delay when rotation_batch is set; else sized from the host count so the batches,
+// batch_delay apart, fit rotation_share of T, never fewer than Table 1's 20 hosts and never more
+// than rotation_batch_max, the gap shrinking to fit (500 hosts at T = 60 s: 20 every 150 ms;
+// 100,000 hosts at T = 10 s: 200 batches of 500, 12 ms apart).
+struct RotationPacing {
+  size_t hosts = 0;
+  std::chrono::milliseconds delay{0};
+};
+RotationPacing rotation_pacing(const CpamConfig& c, size_t hosts);
 size_t rotation_batch_size(const CpamConfig& c, size_t hosts);
 // A rotation's FlowMods one switch may get per batch: its switch_flowmod_budget per second over
-// one batch_delay, at least 1 (so a rotation always ends); SIZE_MAX when the budget is 0.
+// one gap between batches (batch_delay unless given), at least 1 (so a rotation always ends);
+// SIZE_MAX when the budget is 0.
+size_t switch_batch_cap(const CpamConfig& c, std::chrono::milliseconds delay);
 size_t switch_batch_cap(const CpamConfig& c);
 
 // Reads [cpam]; bad values are reported through cfg.add_problem naming the key.

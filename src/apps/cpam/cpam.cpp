@@ -653,7 +653,7 @@ bool Cpam::install(Binding& b, const ofp::PacketIn& pin, bool from_client, Clock
     sb.attach_frame();
     auto done = [svc, unconfirmed, rx, owner, id, bits, rt = rt_, frame = sb.frame](const southbound::BatchResult& r) {
       if (r.ok && bits != 0 && rt != nullptr)
-        rt->post(owner, [svc, owner, id, bits] {
+        rt->post_soon(owner, [svc, owner, id, bits] {
           if (Cpam* t = svc->instance(owner)) t->confirm(id, bits);
         });
       if (unconfirmed->fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -786,7 +786,7 @@ void Cpam::on_flow_removed(SwitchContext& sw, const ofp::FlowRemoved& fr) {
     flow_gone(id, bit, rt_ ? rt_->now() : Clock::now());
   } else if (rt_ != nullptr && owner < rt_->shard_count()) {
     auto* rt = rt_;
-    rt_->post(owner, [svc = svc_, owner, id, bit, rt] {
+    rt_->post_soon(owner, [svc = svc_, owner, id, bit, rt] {
       if (Cpam* t = svc->instance(owner)) t->flow_gone(id, bit, rt->now());
     });
   }
@@ -813,7 +813,7 @@ void Cpam::erase_binding(const Key& k, bool release_refs) {
   // The reverse key lives on the server's access switch's shard (maybe this one).
   if (rt_ != nullptr)
     for (unsigned s = 0; s < rt_->shard_count(); ++s)
-      rt_->post(s, [svc = svc_, s, k = server_key(b), id = b.id, owner = shard_] {
+      rt_->post_soon(s, [svc = svc_, s, k = server_key(b), id = b.id, owner = shard_] {
         Cpam* t = svc->instance(s);
         if (t == nullptr) return;
         auto r = t->sessions_.find(k);

@@ -392,6 +392,7 @@ class Cpam final : public southbound::App {
   void run_batch();
   bool batches_done() const { return cursor_ >= pending_.size() && carry_.empty(); }
   size_t batch_size() const;         // hosts per batch (rotation_batch, or derived from T)
+  std::chrono::milliseconds batch_delay() const;  // the gap between batches (batch_delay, or derived)
   size_t switch_batch_cap() const;   // a rotation's FlowMods per switch per batch
   void commit();
   void reclaim(Clock::time_point now);

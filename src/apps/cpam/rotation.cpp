@@ -335,7 +335,7 @@ void Cpam::reserved_committed(uint64_t gen) {
     // Run to completion: the thread does nothing else until the rotation is published.
     while (!batches_done()) {
       run_batch();
-      if (!batches_done()) std::this_thread::sleep_for(cfg_.batch_delay);
+      if (!batches_done()) std::this_thread::sleep_for(batch_delay());
     }
     commit();
     return;
@@ -343,8 +343,9 @@ void Cpam::reserved_committed(uint64_t gen) {
   run_batch();
 }
 
-size_t Cpam::batch_size() const { return rotation_batch_size(cfg_, pending_.size()); }
-size_t Cpam::switch_batch_cap() const { return cpam::switch_batch_cap(cfg_); }
+size_t Cpam::batch_size() const { return rotation_pacing(cfg_, pending_.size()).hosts; }
+std::chrono::milliseconds Cpam::batch_delay() const { return rotation_pacing(cfg_, pending_.size()).delay; }
+size_t Cpam::switch_batch_cap() const { return cpam::switch_batch_cap(cfg_, batch_delay()); }
 
 void Cpam::run_batch() {
   const auto lane = cfg_.mode == RuntimeMode::kSharded ? southbound::Lane::kLow : southbound::Lane::kHigh;
@@ -402,7 +403,7 @@ void Cpam::run_batch() {
   }
   if (!batches_done()) {
     if (cfg_.mode == RuntimeMode::kCooperative && !cfg_.yield_between_batches) return;  // the caller loops
-    rt_->call_after(shard_, cfg_.batch_delay, [this, gen] {
+    rt_->call_after(shard_, batch_delay(), [this, gen] {
       if (!stopped_ && gen == rotation_gen_) run_batch();
     });
     return;
@@ -430,7 +431,7 @@ void Cpam::preinstall_confirmed(uint64_t gen) {
 std::chrono::milliseconds Cpam::publication_lead() const {
   const size_t size = batch_size();
   const size_t batches = (pending_.size() + size - 1) / size;
-  const auto batching = std::chrono::duration_cast<std::chrono::milliseconds>(cfg_.batch_delay) *
+  const auto batching = batch_delay() *
                         static_cast<int64_t>(batches == 0 ? 0 : batches - 1);
   return std::max(cfg_.cluster_poll + cfg_.cluster_poll / 2, batching);
 }

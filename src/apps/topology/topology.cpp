@@ -173,7 +173,8 @@ void Topology::to_home(F&& fn) {
   if (rt_ == nullptr) return;
   auto svc = svc_;
   auto* rt = rt_;
-  rt_->post(kHomeShard, [svc, rt, fn = std::forward<F>(fn)]() mutable {
+  // Bookkeeping for the home shard: after this turn's replies are written (Runtime::post_soon).
+  rt_->post_soon(kHomeShard, [svc, rt, fn = std::forward<F>(fn)]() mutable {
     fn(svc->core());
     svc->flush(*rt);
   });

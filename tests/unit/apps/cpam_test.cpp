@@ -198,12 +198,28 @@ TEST(CpamConfig, Table1DefaultsAndBadValuesNamed) {
 TEST(CpamConfig, RotationPacingFollowsTAndTheHostCount) {
   CpamConfig c;
   c.rotation_interval = seconds(10);
-  EXPECT_EQ(rotation_batch_size(c, 100'000), 5883u);  // 17 batches, 150 ms apart: 2.4 s of T = 10 s
+  // 17 batches of 5,883 would fit 2.5 s of T = 10 s, 150 ms apart; at most 500 a batch: 200
+  // batches, 12 ms apart (2.4 s)
+  EXPECT_EQ(rotation_pacing(c, 100'000).hosts, 500u);
+  EXPECT_EQ(rotation_pacing(c, 100'000).delay, milliseconds(12));
+  EXPECT_EQ(switch_batch_cap(c, rotation_pacing(c, 100'000).delay), 24u);  // 2,000 a second over 12 ms
+  c.rotation_batch_max = 0;  // no cap: the 17 batches
+  EXPECT_EQ(rotation_pacing(c, 100'000).hosts, 5883u);
+  EXPECT_EQ(rotation_pacing(c, 100'000).delay, milliseconds(150));
+  c.rotation_batch_max = 500;
   c.rotation_interval = seconds(1);
-  EXPECT_EQ(rotation_batch_size(c, 10'000), 5000u);   // 250 ms of T = 1 s: two batches
+  EXPECT_EQ(rotation_pacing(c, 10'000).hosts, 500u);  // 250 ms of T = 1 s: 20 batches 12 ms apart
+  EXPECT_EQ(rotation_pacing(c, 10'000).delay, milliseconds(12));
   EXPECT_EQ(rotation_batch_size(c, 10), 20u);         // never below Table 1's 20
+  EXPECT_EQ(rotation_pacing(c, 10).delay, milliseconds(150));
+  c.rotation_interval = seconds(60);
+  EXPECT_EQ(rotation_pacing(c, 500).hosts, 20u);      // Table 1 at its scale
+  EXPECT_EQ(rotation_pacing(c, 500).delay, milliseconds(150));
+  c.rotation_interval = seconds(1);
+  EXPECT_EQ(rotation_pacing(c, 10'000'000).delay, milliseconds(2));  // the gap never below 2 ms
   c.batch_hosts = 3;
   EXPECT_EQ(rotation_batch_size(c, 10'000), 3u);      // set: Table 1's fixed pacing
+  EXPECT_EQ(rotation_pacing(c, 10'000).delay, milliseconds(150));
   c.switch_flowmod_budget = 0;
   EXPECT_EQ(switch_batch_cap(c), SIZE_MAX);
   c.switch_flowmod_budget = 1;

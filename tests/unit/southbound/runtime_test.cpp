@@ -3,6 +3,7 @@
 // flooding switch does not stop the controller from serving the others.
 #include <dirent.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -205,6 +206,54 @@ TEST_F(RuntimeTest, AppsReachOtherShardsSwitchesThroughTheRuntime) {
   EXPECT_FALSE(ctl_->with_switch(0xa, [&](SwitchContext&) { late++; }));
   std::this_thread::sleep_for(50ms);
   EXPECT_EQ(late.load(), 0);
+}
+
+// Bookkeeping posted with post_soon runs after the turn that posted it (after what that turn
+// posted itself, i.e. after its replies' writes), in order, and one turn's calls for one shard
+// travel in one post.
+TEST_F(RuntimeTest, PostSoonRunsAfterTheTurnAndOneTurnWakesAShardOnce) {
+  std::mutex mu;
+  std::vector<std::string> order;
+  auto note = [&](std::string what) {
+    std::lock_guard lock(mu);
+    order.push_back(std::move(what));
+  };
+  std::atomic<int> wrong_thread{0};
+  hooks_.on_packet_in = [&](SwitchContext& sw, const ofp::PacketIn&) {
+    Runtime* rt = hooks_.runtime.load();
+    const unsigned self = rt->current_shard(), other = 1 - self;
+    rt->post_soon(other, [&, other] {
+      if (!pool_->at(other).on_shard()) wrong_thread++;
+      note("other-1");
+    });
+    rt->post_soon(self, [&] { note("self-soon"); });
+    rt->post_soon(other, [&] { note("other-2"); });
+    rt->post(self, [&] { note("self-posted"); });
+    ofp::PacketOut po;
+    po.actions.push_back(ofp::ActionOutput{3});
+    sw.send(std::move(po));
+    note("handler");
+  };
+  start();
+  RawSwitch a(port_);
+  ASSERT_TRUE(a.handshake(0xa));
+  ASSERT_TRUE(eventually([&] { return hooks_.ups == 1; }));
+  const uint64_t posts0 = counter("southbound.post_soon.posts");
+  const std::vector<uint8_t> frame(60, 0x33);
+  a.send(5, packet_in(frame));
+  ASSERT_TRUE(a.recv_type(ofp::Type::kPacketOut));
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return order.size() == 5;
+  }));
+  std::lock_guard lock(mu);
+  auto at = [&](const char* w) { return std::find(order.begin(), order.end(), w) - order.begin(); };
+  EXPECT_EQ(order.front(), "handler");
+  EXPECT_LT(at("self-posted"), at("self-soon")) << "post_soon ran inside the turn";
+  EXPECT_LT(at("other-1"), at("other-2"));
+  EXPECT_EQ(wrong_thread.load(), 0);
+  EXPECT_EQ(counter("southbound.post_soon.calls"), 3u);
+  EXPECT_EQ(counter("southbound.post_soon.posts") - posts0, 1u) << "one post for the other shard";
 }
 
 // Run to completion: the shard that read a PacketIn writes the batch for a switch another
