@@ -107,6 +107,12 @@ class Runtime {
   // from that thread, else posted. False (fn dropped) when no switch of that dpid is up; a
   // switch that goes away before a posted `fn` runs drops it too.
   virtual bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) = 0;
+  // with_switch for bookkeeping: at once on the owner's thread, else carried by post_soon (after
+  // the calling turn's replies are written, one wake-up of the owner per turn). The default:
+  // with_switch.
+  virtual bool with_switch_soon(uint64_t dpid, std::function<void(SwitchContext&)> fn) {
+    return with_switch(dpid, std::move(fn));
+  }
   // Run to completion (docs/runtime.md, "Replies across shards"): `batch` and a barrier go to
   // switch `dpid` from the calling thread, whichever shard owns it, so a reply never waits for
   // the owner's thread to wake up. `queued` runs as soon as the batch is on the wire or queued

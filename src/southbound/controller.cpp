@@ -83,17 +83,29 @@ void Controller::flush_outbox(unsigned self) {
   }
 }
 
+// Where switch `dpid` is up: its weak connection and shard, or false.
+bool Controller::locate_up(uint64_t dpid, std::weak_ptr<Connection>& weak, unsigned& shard) const {
+  std::lock_guard lock(reg_mu_);
+  auto it = registry_.find(dpid);
+  // Registered is not enough: mid-handshake, or (cluster mode) standby, the apps keep out.
+  if (it == registry_.end() || !it->second.summary.up) return false;
+  weak = it->second.conn;
+  shard = it->second.summary.shard;
+  return true;
+}
+
 bool Controller::with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) {
+  return with_switch_via(dpid, std::move(fn), false);
+}
+
+bool Controller::with_switch_soon(uint64_t dpid, std::function<void(SwitchContext&)> fn) {
+  return with_switch_via(dpid, std::move(fn), true);
+}
+
+bool Controller::with_switch_via(uint64_t dpid, std::function<void(SwitchContext&)> fn, bool soon) {
   std::weak_ptr<Connection> weak;
   unsigned shard = 0;
-  {
-    std::lock_guard lock(reg_mu_);
-    auto it = registry_.find(dpid);
-    // Registered is not enough: mid-handshake, or (cluster mode) standby, the apps keep out.
-    if (it == registry_.end() || !it->second.summary.up) return false;
-    weak = it->second.conn;
-    shard = it->second.summary.shard;
-  }
+  if (!locate_up(dpid, weak, shard)) return false;
   if (stopping_ || shard >= shards_.size()) return false;
   core::Shard& target = *shards_[shard]->shard;
   if (target.on_shard()) {
@@ -102,11 +114,15 @@ bool Controller::with_switch(uint64_t dpid, std::function<void(SwitchContext&)> 
     fn(*conn);
     return true;
   }
-  target.post([this, weak, fn = std::move(fn)] {
+  auto run = [this, weak, fn = std::move(fn)] {
     auto conn = weak.lock();
     if (stopping_ || !conn || conn->state() != Connection::State::kUp) return;
     fn(*conn);
-  });
+  };
+  if (soon)
+    post_soon(shard, std::move(run));
+  else
+    target.post(std::move(run));
   return true;
 }
 

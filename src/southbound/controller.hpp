@@ -91,6 +91,7 @@ class Controller final : public Runtime, public RoleSink {
   void post(unsigned shard, std::function<void()> fn) override;
   void post_soon(unsigned shard, std::function<void()> fn) override;
   bool with_switch(uint64_t dpid, std::function<void(SwitchContext&)> fn) override;
+  bool with_switch_soon(uint64_t dpid, std::function<void(SwitchContext&)> fn) override;
   bool send_batch_to(uint64_t dpid, std::vector<ofp::Body> batch, Lane lane, BatchCallback done,
                      std::function<void()> queued = {}) override;
   // Without an arbiter always true (as the default); with one, whether `dpid` is up here, i.e.
@@ -108,6 +109,8 @@ class Controller final : public Runtime, public RoleSink {
  private:
   void accept_next();
   void flush_outbox(unsigned self);
+  bool locate_up(uint64_t dpid, std::weak_ptr<Connection>& weak, unsigned& shard) const;
+  bool with_switch_via(uint64_t dpid, std::function<void(SwitchContext&)> fn, bool soon);
 
   core::ShardPool& pool_;
   SouthboundConfig cfg_;

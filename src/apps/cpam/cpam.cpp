@@ -587,7 +587,10 @@ void Cpam::setup(SwitchContext& sw, const ofp::PacketIn& pin, const pkt::Parsed&
 
 void Cpam::replicate(const Key& k, const Binding& b, uint64_t server_dpid) {
   if (rt_ == nullptr) return;
-  rt_->with_switch(server_dpid, [svc = svc_, rt = rt_, k, b](SwitchContext&) {
+  // Bookkeeping, not in front of the reply: on another shard it goes after this turn's writes.
+  // The server's own PacketIn cannot come sooner: its switch gets the path's FlowMods before
+  // the PacketOut that delivers the first packet, on the same connection.
+  rt_->with_switch_soon(server_dpid, [svc = svc_, rt = rt_, k, b](SwitchContext&) {
     Cpam* t = svc->instance(rt->current_shard());
     if (t != nullptr) t->sessions_.try_emplace(k, b);
   });

@@ -256,6 +256,52 @@ TEST_F(RuntimeTest, PostSoonRunsAfterTheTurnAndOneTurnWakesAShardOnce) {
   EXPECT_EQ(counter("southbound.post_soon.posts") - posts0, 1u) << "one post for the other shard";
 }
 
+// with_switch_soon: for the switch the turn is on, at once; for another shard's switch, on that
+// shard's thread after the turn (carried by post_soon); for a switch that is not up, false.
+TEST_F(RuntimeTest, WithSwitchSoonRunsOnTheOwnerAfterTheTurnOrAtOnceOnItsOwnShard) {
+  std::mutex mu;
+  std::vector<std::string> order;
+  auto note = [&](std::string what) {
+    std::lock_guard lock(mu);
+    order.push_back(std::move(what));
+  };
+  std::atomic<int> off_owner{0}, refused{0};
+  std::atomic<unsigned> owner_of_b{99};
+  hooks_.on_packet_in = [&](SwitchContext& sw, const ofp::PacketIn&) {
+    if (sw.dpid() != 0xa) return;
+    Runtime* rt = hooks_.runtime.load();
+    rt->with_switch_soon(0xa, [&](SwitchContext& own) { note(own.dpid() == 0xa ? "own-inline" : "own-wrong"); });
+    rt->with_switch_soon(0xb, [&, rt](SwitchContext& other) {
+      if (rt->current_shard() != owner_of_b.load()) off_owner++;
+      note(other.dpid() == 0xb ? "other" : "other-wrong");
+    });
+    if (!rt->with_switch_soon(0xdead, [&](SwitchContext&) { note("absent"); })) refused++;
+    note("handler");
+  };
+  start();
+  RawSwitch a(port_), b(port_);
+  ASSERT_TRUE(a.handshake(0xa));
+  ASSERT_TRUE(b.handshake(0xb));
+  ASSERT_TRUE(eventually([&] { return hooks_.ups == 2; }));
+  for (const auto& s : ctl_->switches())
+    if (s.dpid == 0xb) owner_of_b = s.shard;
+  unsigned owner_of_a = 99;
+  for (const auto& s : ctl_->switches())
+    if (s.dpid == 0xa) owner_of_a = s.shard;
+  ASSERT_NE(owner_of_a, owner_of_b.load()) << "the test needs a and b on different shards";
+  const uint64_t posts0 = counter("southbound.post_soon.posts");
+  a.send(5, packet_in(std::vector<uint8_t>(60, 0x33)));
+  ASSERT_TRUE(eventually([&] {
+    std::lock_guard lock(mu);
+    return order.size() == 3;
+  }));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(order, (std::vector<std::string>{"own-inline", "handler", "other"}));
+  EXPECT_EQ(off_owner.load(), 0);
+  EXPECT_EQ(refused.load(), 1);
+  EXPECT_EQ(counter("southbound.post_soon.posts") - posts0, 1u);
+}
+
 // Run to completion: the shard that read a PacketIn writes the batch for a switch another
 // shard owns itself. With the owner's loop blocked, the FlowMod and its barrier still reach the
 // switch ("direct"); with cross_shard = "post" they wait until the owner runs again. Either way
