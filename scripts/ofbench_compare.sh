@@ -9,13 +9,16 @@
 #
 #   bash scripts/ofbench_compare.sh [--out DIR] [--hosts N] [--interval-ms T] [--duration S]
 #        [--lambda L] [--batch B] [--quick] [--skip cpam,learning,rfc] [--shard-counts 4,8]
+#        [--nice N]
 # Default: 500 hosts (19 switches), T = 10 s, Table 1 batches (20 hosts, 150 ms apart), 40 s per
-# CPAM run. --quick: seconds per run.
+# CPAM run. --quick: seconds per run. --nice N: also sharded and cooperative + yield with
+# [controller] shard_nice = N (the shard threads ahead of ofbench; needs root for N < 0).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
+ARGS="$*"  # for the report's Command line (the loop below shifts them away)
 OUT="$SDN_ROOT/docs/ofbench"
-HOSTS=500 INTERVAL_MS=10000 DURATION=40 LAMBDA=50 BATCH=20 QUICK=0 SKIP="" EXTRA_CPAM="" SHARD_COUNTS=""
+HOSTS=500 INTERVAL_MS=10000 DURATION=40 LAMBDA=50 BATCH=20 QUICK=0 SKIP="" EXTRA_CPAM="" SHARD_COUNTS="" NICE=""
 while (($#)); do
   case $1 in
     --out) OUT=$2; shift 2 ;;
@@ -27,8 +30,9 @@ while (($#)); do
     --cpam-extra) EXTRA_CPAM=$2; shift 2 ;;   # more [cpam] TOML lines, e.g. 'vip_range = "10.128.0.0/11"'
     --quick) QUICK=1; shift ;;
     --shard-counts) SHARD_COUNTS=$2; shift 2 ;;  # e.g. 4,8: more sharded runs with that many shards
+    --nice) NICE=$2; shift 2 ;;
     --skip) SKIP=$2; shift 2 ;;
-    -h|--help) sed -n 2,13p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -87,17 +91,21 @@ if ! skip cpam; then
   # on this machine's cores (--shard-counts).
   variants=(sharded sharded-post cooperative cooperative-yield)
   for n in ${SHARD_COUNTS//,/ }; do variants+=("sharded-x$n"); done
+  [[ -z $NICE ]] || variants+=(sharded-nice cooperative-yield-nice)
   for variant in "${variants[@]}"; do
-    runtime=${variant%-yield}
+    nice=0; [[ $variant == *-nice ]] && nice=$NICE
+    runtime=${variant%-nice}
+    runtime=${runtime%-yield}
     runtime=${runtime%-post}
     runtime=${runtime%-x*}
-    yield=false; [[ $variant == *-yield ]] && yield=true
+    yield=false; [[ ${variant%-nice} == *-yield ]] && yield=true
     cross=direct; [[ $variant == *-post ]] && cross=post
     shard_args=(); [[ $variant == *-x* ]] && shard_args=(--shards "${variant##*-x}")
     port=$(free_port)
     cat >"$WORK/cpam-$variant.toml" <<EOF
 [controller]
 apps = ["topology", "cpam", "forwarding"]
+shard_nice = $nice
 [sqlite]
 path = "$WORK/archive-$variant.db"
 [cpam]
@@ -179,7 +187,7 @@ EOF
 fi
 
 commit=$(git -C "$SDN_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-"$PY" - "$RUNS" "$OUT/report.json" "$commit" "$*" "$HOSTS" "$INTERVAL_MS" "$DURATION" "$LAMBDA" <<'EOF'
+"$PY" - "$RUNS" "$OUT/report.json" "$commit" "$ARGS" "$HOSTS" "$INTERVAL_MS" "$DURATION" "$LAMBDA" <<'EOF'
 import json, platform, sys, time, os
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 cpus = os.cpu_count()

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Everything CI runs, in one command: packages (setup.sh), release build with tests, unit tests,
-# the unit tests again under ASan + UBSan, a libFuzzer smoke run of every fuzz target, and the
-# Open vSwitch integration tests. Prints a timing per phase and ends with one line
-# "N passed, N failed" (unit, asan, fuzz and integration); exit status is non-zero if anything
-# failed.
+# the unit tests again under ASan + UBSan, the runtime's multi-threaded unit tests under TSan, a
+# libFuzzer smoke run of every fuzz target, and the Open vSwitch integration tests. Prints a
+# timing per phase and ends with one line "N passed, N failed" (unit, asan, tsan, fuzz and
+# integration); exit status is non-zero if anything failed.
 #
 # usage: scripts/test.sh
 #   FUZZ_SECONDS=15   seconds per fuzz target (0 skips fuzzing)
 #   JOBS=2            parallel build jobs
-#   SKIP_ASAN=1 / SKIP_FUZZ=1 / SKIP_INTEGRATION=1   leave a phase out (it is reported as skipped)
-#   BUILD_DIR=build ASAN_BUILD_DIR=build-asan FUZZ_BUILD_DIR=build-fuzz   build trees (the presets' dirs)
+#   SKIP_ASAN=1 / SKIP_TSAN=1 / SKIP_FUZZ=1 / SKIP_INTEGRATION=1   leave a phase out (reported as skipped)
+#   BUILD_DIR=build ASAN_BUILD_DIR=build-asan TSAN_BUILD_DIR=build-tsan FUZZ_BUILD_DIR=build-fuzz
+#                     build trees (the presets' dirs)
 #   PRUNE_OBJECTS=1   once a tree is built, delete its object files and static libraries (the
 #                     binaries stay): on by default under CI=true, where one run ran out of disk
 #                     during the ASan build; off otherwise, so a local rerun builds incrementally
@@ -23,6 +24,11 @@ export JOBS
 BUILD_DIR=${BUILD_DIR:-build}
 FUZZ_BUILD_DIR=${FUZZ_BUILD_DIR:-build-fuzz}
 ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
+TSAN_BUILD_DIR=${TSAN_BUILD_DIR:-build-tsan}
+# The runtime's tests: the ones whose code runs on several threads at once (shards, remote
+# writes, post/post_soon, the data layer's writer and timer threads). docs/runtime.md.
+TSAN_TARGETS=(core_tests southbound_tests southbound_tls_tests southbound_dos_tests southbound_roles_tests
+  topology_tests forwarding_tests cpam_tests cpam_recovery_tests data_due_test coordinator_test)
 WORK=$(mktemp -d /tmp/sdnator-test.XXXXXX)
 export IT_PIDS_DIR="$WORK/it-pids"
 PASSED=0 FAILED=0
@@ -50,12 +56,13 @@ prune_tree() {
   log "test: pruned objects of $1 ($before -> $(du -sh "$1" 2>/dev/null | cut -f1)); $(free_disk)"
 }
 
-# run_ctest LABEL [DIR]: run ctest for one label (in DIR, default BUILD_DIR), add its pass/fail counts; a ctest that cannot run
-# counts as one failure.
-run_ctest() {   # run_ctest LABEL [BUILD_DIR]
+# run_ctest LABEL [DIR [CTEST_ARG...]]: run ctest for one label (in DIR, default BUILD_DIR), add its
+# pass/fail counts; a ctest that cannot run counts as one failure.
+run_ctest() {
   local label=$1 dir=${2:-$BUILD_DIR} total failed
-  local log="$WORK/ctest-$1-${dir//\//_}.log"
-  ctest --test-dir "$dir" -L "$label" --output-on-failure 2>&1 | tee "$log"
+  shift; (($#)) && shift
+  local log="$WORK/ctest-$label-${dir//\//_}.log"
+  ctest --test-dir "$dir" -L "$label" --output-on-failure "$@" 2>&1 | tee "$log"
   if grep -q 'No tests were found' "$log"; then
     NOTES+=("no $label tests registered"); phase_end "no tests"; return
   fi
@@ -183,6 +190,18 @@ fi
 # The ASan tree is the largest (instrumented objects, every test binary): once its tests ran it
 # is of no further use to this run.
 [[ ${PRUNE_OBJECTS} == 1 && -d $ASAN_BUILD_DIR ]] && { rm -rf "$ASAN_BUILD_DIR"; log "test: removed $ASAN_BUILD_DIR; $(free_disk)"; }
+
+# ---------------------------------------------------------------- runtime tests under TSan
+# Only the targets above are built in the tsan tree, and only their tests run (each unit test
+# binary's tests carry its name as a ctest label). halt_on_error: a data race fails its test.
+if [[ ${SKIP_TSAN:-0} == 1 ]]; then
+  phase_begin "tsan build"; phase_end "skipped"
+elif build_preset tsan "$TSAN_BUILD_DIR" "${TSAN_TARGETS[@]}"; then
+  phase_begin "unit tests (tsan)"
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    run_ctest unit "$TSAN_BUILD_DIR" -L "^($(IFS='|'; echo "${TSAN_TARGETS[*]}"))\$"
+fi
+[[ ${PRUNE_OBJECTS} == 1 && -d $TSAN_BUILD_DIR ]] && { rm -rf "$TSAN_BUILD_DIR"; log "test: removed $TSAN_BUILD_DIR; $(free_disk)"; }
 
 # ---------------------------------------------------------------- fuzz smoke
 FUZZ_OK=0

@@ -291,6 +291,7 @@ int run(const RunOptions& opt) {
     };
   }
   sdn::core::ShardPool pool(sb.shards);
+  pool.set_nice(sb.shard_nice);
   sdn::southbound::Controller ctl(pool, sb, metrics, (*apps)->factories);
   ctl_ref->store(&ctl, std::memory_order_release);
   pool.start();

@@ -2,7 +2,11 @@
 #include "core/shard.hpp"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include <spdlog/spdlog.h>
@@ -19,11 +23,26 @@ Shard::~Shard() {
 void Shard::start() {
   guard_.emplace(asio::make_work_guard(ctx_));
   thread_ = std::thread([this] {
-    thread_id_ = std::this_thread::get_id();
+    current_ = this;
     const std::string name = "sdn-shard-" + std::to_string(index_);
     pthread_setname_np(pthread_self(), name.c_str());
+    if (nice_ != 0) apply_nice();
     ctx_.run();
   });
+}
+
+// setpriority on a thread id sets that thread's nice value only (Linux). Lowering it below 0
+// needs CAP_SYS_NICE: refused, the thread keeps running at its old value and says so.
+void Shard::apply_nice() {
+  const auto tid = static_cast<id_t>(::gettid());
+  if (::setpriority(PRIO_PROCESS, tid, nice_) == 0) {
+    nice_applied_.store(true, std::memory_order_release);
+    spdlog::info("shard {}: thread runs at nice {}", index_, nice_);
+    return;
+  }
+  const int err = errno;
+  spdlog::warn("shard {}: cannot set nice {} ({}); it runs at nice {}", index_, nice_, std::strerror(err),
+               ::getpriority(PRIO_PROCESS, tid));
 }
 
 void Shard::stop() {
@@ -50,6 +69,10 @@ Shard& ShardPool::next() {
   Shard& s = *shards_[next_];
   next_ = (next_ + 1) % shards_.size();
   return s;
+}
+
+void ShardPool::set_nice(int nice) {
+  for (auto& s : shards_) s->set_nice(nice);
 }
 
 void ShardPool::start() {

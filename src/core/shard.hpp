@@ -2,6 +2,7 @@
 // a shard is only touched on its thread; other threads reach it by posting a function.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -25,7 +26,15 @@ class Shard {
   unsigned index() const { return index_; }
   asio::io_context& context() { return ctx_; }
   // True when called from this shard's own thread.
-  bool on_shard() const { return std::this_thread::get_id() == thread_id_; }
+  bool on_shard() const { return current_ == this; }
+  // The shard whose thread is calling, or nullptr off every shard's thread.
+  static Shard* current() { return current_; }
+
+  // The nice value the shard's thread sets on itself when it starts (0: left as it is).
+  // docs/runtime.md, "Shard threads ahead of co-located switches". Set before start().
+  void set_nice(int nice) { nice_ = nice; }
+  // After start(): true if the thread runs at that nice value (false if it was refused).
+  bool nice_applied() const { return nice_applied_.load(std::memory_order_acquire); }
 
   // Run `fn` on this shard's thread, after the handlers already queued.
   template <class F>
@@ -36,11 +45,18 @@ class Shard {
   void join();
 
  private:
+  void apply_nice();
+
   unsigned index_;
   asio::io_context ctx_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
+  int nice_ = 0;
+  std::atomic<bool> nice_applied_{false};
   std::thread thread_;
-  std::thread::id thread_id_;
+  // Set by the shard's own thread before its loop runs. A thread-local: no other thread reads
+  // what this one writes (the std::thread::id member it replaces was written by the new thread
+  // while other threads could read it).
+  static inline thread_local Shard* current_ = nullptr;
 };
 
 class ShardPool {
@@ -53,6 +69,7 @@ class ShardPool {
   Shard& at(size_t i) { return *shards_[i]; }
   // Round-robin choice for new work (e.g. an accepted connection).
   Shard& next();
+  void set_nice(int nice);
 
   void start();
   void stop();

@@ -26,6 +26,7 @@ SouthboundConfig southbound_config_from(core::Config& cfg) {
   const std::string listen = cfg.get_string("controller", "listen", "127.0.0.1:6653");
   if (auto r = set_listen(c, listen); !r) cfg.add_problem("controller.listen: " + r.error());
   c.shards = static_cast<unsigned>(cfg.get_int("controller", "shards", 0, 0, 256));
+  c.shard_nice = static_cast<int>(cfg.get_int("controller", "shard_nice", 0, -20, 19));
   const char* s = "southbound";
   c.max_message_bytes = static_cast<uint32_t>(cfg.get_int(s, "max_message_bytes", c.max_message_bytes, 64, 65535));
   c.max_queued_bytes = static_cast<uint64_t>(cfg.get_int(s, "max_queued_bytes", static_cast<int64_t>(c.max_queued_bytes), 65536, int64_t{1} << 34));

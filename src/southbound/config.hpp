@@ -28,6 +28,7 @@ struct SouthboundConfig {
   std::string listen_address = "127.0.0.1";
   uint16_t listen_port = 6653;
   unsigned shards = 0;                                 // 0 = one per core
+  int shard_nice = 0;                                  // [controller] shard_nice: the shard threads' nice
   uint32_t max_message_bytes = 65535;                  // larger header.length => close
   uint64_t max_queued_bytes = 16u << 20;               // per-connection output cap
   uint32_t max_pending_xids = 65536;                   // unconfirmed xids per connection

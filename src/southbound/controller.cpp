@@ -31,9 +31,9 @@ Controller::Controller(core::ShardPool& pool, SouthboundConfig cfg, core::Metric
 }
 
 unsigned Controller::current_shard() const {
-  for (unsigned i = 0; i < shards_.size(); ++i)
-    if (pool_.at(i).on_shard()) return i;
-  return kNoShard;
+  core::Shard* s = core::Shard::current();
+  if (s == nullptr || s->index() >= shards_.size() || shards_[s->index()]->shard != s) return kNoShard;
+  return s->index();
 }
 
 void Controller::post(unsigned shard, std::function<void()> fn) {

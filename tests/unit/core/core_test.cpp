@@ -1,4 +1,9 @@
 // core: config parsing and validation, metrics, rate limiter, shards and timers.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -151,11 +156,39 @@ TEST(Shard, PostRunsOnShardThreadInOrder) {
   auto f = p.get_future();
   auto order = std::make_shared<std::vector<int>>();
   Shard& s = pool.at(1);
-  for (int i = 0; i < 5; ++i) s.post([order, i, &s] { EXPECT_TRUE(s.on_shard()); order->push_back(i); });
+  for (int i = 0; i < 5; ++i)
+    s.post([order, i, &s] {
+      EXPECT_TRUE(s.on_shard());
+      EXPECT_EQ(Shard::current(), &s);
+      order->push_back(i);
+    });
   s.post([order, &p] { p.set_value(*order); });
   ASSERT_EQ(f.wait_for(2s), std::future_status::ready);
   EXPECT_EQ(f.get(), (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_FALSE(s.on_shard());
+  EXPECT_EQ(Shard::current(), nullptr);
+  pool.stop();
+  pool.join();
+}
+
+// [controller] shard_nice: each shard's thread sets its own nice value; the thread that made
+// the pool keeps its own. One above the current value, which needs no privilege.
+TEST(Shard, NiceIsSetOnTheShardThreadsOnly) {
+  errno = 0;
+  const int mine = getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()));
+  ASSERT_EQ(errno, 0);
+  const int want = std::min(mine + 1, 19);
+  ShardPool pool(2);
+  pool.set_nice(want);
+  pool.start();
+  std::promise<int> p;
+  auto f = p.get_future();
+  pool.at(1).post([&p] { p.set_value(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid()))); });
+  ASSERT_EQ(f.wait_for(2s), std::future_status::ready);
+  EXPECT_EQ(f.get(), want);
+  EXPECT_TRUE(pool.at(0).nice_applied());
+  EXPECT_TRUE(pool.at(1).nice_applied());
+  EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())), mine);
   pool.stop();
   pool.join();
 }
