@@ -193,13 +193,13 @@ fi
 
 # ---------------------------------------------------------------- runtime tests under TSan
 # Only the targets above are built in the tsan tree, and only their tests run (each unit test
-# binary's tests carry its name as a ctest label). halt_on_error: a data race fails its test.
+# binary's tests carry the ctest label unit-NAME). halt_on_error: a data race fails its test.
 if [[ ${SKIP_TSAN:-0} == 1 ]]; then
   phase_begin "tsan build"; phase_end "skipped"
 elif build_preset tsan "$TSAN_BUILD_DIR" "${TSAN_TARGETS[@]}"; then
   phase_begin "unit tests (tsan)"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    run_ctest unit "$TSAN_BUILD_DIR" -L "^($(IFS='|'; echo "${TSAN_TARGETS[*]}"))\$"
+    run_ctest unit "$TSAN_BUILD_DIR" -L "^unit-($(IFS='|'; echo "${TSAN_TARGETS[*]}"))\$"
 fi
 [[ ${PRUNE_OBJECTS} == 1 && -d $TSAN_BUILD_DIR ]] && { rm -rf "$TSAN_BUILD_DIR"; log "test: removed $TSAN_BUILD_DIR; $(free_disk)"; }
 

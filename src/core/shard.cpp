@@ -22,6 +22,10 @@ Shard::~Shard() {
 
 void Shard::start() {
   guard_.emplace(asio::make_work_guard(ctx_));
+  // spdlog's registry is a function-local static in the (uninstrumented) shared library: if a
+  // shard's thread is the first to log, ThreadSanitizer sees no order between the registry's
+  // construction and another shard's read of its logger. Built here, before the thread.
+  (void)spdlog::default_logger_raw();
   thread_ = std::thread([this] {
     current_ = this;
     const std::string name = "sdn-shard-" + std::to_string(index_);
