@@ -3,6 +3,7 @@
 #include "northbound/server.hpp"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -579,6 +580,13 @@ Expected<uint16_t, std::string> Server::start() {
   s.install_handlers();
 
   auto& http = s.http;
+  // cpp-httplib's default socket options set SO_REUSEPORT: a second controller on the machine
+  // then binds the API port another one is serving, and the kernel splits the requests between
+  // them. SO_REUSEADDR only, so that a taken port is refused (integration test northbound).
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   int port;
   if (s.cfg.port == 0) {
     port = http.bind_to_any_port(s.cfg.host);

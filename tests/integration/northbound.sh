@@ -27,20 +27,30 @@ set -e
 grep -q "needs \[northbound\] token" "$IT_WORK/refused.log" || fail "no clear error for a non-loopback API without token: $(cat "$IT_WORK/refused.log")"
 step "a non-loopback API without a token is refused: $(grep -o 'northbound: .*' "$IT_WORK/refused.log")"
 
-# The default address taken (by another instance, or here by a plain socket): the controller
+# The default address taken (by another instance, or here by a socket with SO_REUSEPORT, as
+# cpp-httplib's default options set it in another sdnator before 2026-12-06): the controller
 # runs without its API, and says so; an address the user chose is not given up on.
 python3 -c 'import socket, time
 s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
 try:
     s.bind(("127.0.0.1", 8080)); s.listen()
 except OSError:
     pass  # already taken by someone else: the same situation
-time.sleep(20)' &
-HOLDER=$!; track_pid $HOLDER
-sleep 0.5
+time.sleep(60)' &
+HOLDER=$!; track_pid $HOLDER; BG_PIDS+=($HOLDER)
+# Wait until 8080 is really taken rather than a fixed 0.5 s, which races python's start-up
+# when the machine is loaded.
+for _ in $(seq 100); do [[ -n $(ss -Hltn '( sport = :8080 )') ]] && break; sleep 0.1; done
+[[ -n $(ss -Hltn '( sport = :8080 )') ]] || fail "127.0.0.1:8080 is not taken after 10 s (the holder did not bind)"
 "$SDNATOR" run --listen "127.0.0.1:$(free_port)" --archive-path "$IT_WORK/default.db" >"$IT_WORK/default.log" 2>&1 &
-DEF_PID=$!; track_pid $DEF_PID
-sleep 1.5
+DEF_PID=$!; track_pid $DEF_PID; BG_PIDS+=($DEF_PID)
+# The warning comes once the API's bind was tried; wait for it (or for the controller to exit).
+for _ in $(seq 100); do
+  grep -q "the API and dashboard are off" "$IT_WORK/default.log" && break
+  kill -0 "$DEF_PID" 2>/dev/null || break
+  sleep 0.1
+done
 kill -0 "$DEF_PID" 2>/dev/null || fail "the controller exited when the default API address was taken: $(cat "$IT_WORK/default.log")"
 grep -q "the API and dashboard are off" "$IT_WORK/default.log" || fail "no warning that the API is off: $(cat "$IT_WORK/default.log")"
 kill "$DEF_PID"; wait "$DEF_PID" 2>/dev/null || true
