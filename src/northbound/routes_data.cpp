@@ -1,6 +1,10 @@
 // The data-driven part of the API: topology (from the topology app's records on Data Updates),
 // CPAM (through its hooks), apps and the Coordinator, data keys (latest values from the cache,
 // history from Data Archives with DUE's query options) and the metrics registry.
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "data/archive.hpp"
@@ -190,13 +194,17 @@ void add_data_routes(Server::Impl& s) {
     const std::string text = req.has_param("pattern") ? req.get_param_value("pattern") : "**";
     auto pattern = data::Key::parse(text);
     if (!pattern) return reply_error(res, ApiError{400, "pattern: " + pattern.error(), "pattern"});
-    Json out = Json::array();
-    std::lock_guard lock(s.lvc_mu);
-    for (const auto& [k, r] : s.lvc) {
-      if (out.size() >= *limit) break;
-      auto key = data::Key::parse(k);
-      if (key && pattern->matches(*key)) out.push_back(record_json(*r));
+    std::vector<std::pair<std::string, Server::Impl::LvcEntry>> hits;
+    {
+      std::lock_guard lock(s.lvc_mu);
+      for (const auto& [k, e] : s.lvc) {
+        if (hits.size() >= *limit) break;
+        auto key = data::Key::parse(k);
+        if (key && pattern->matches(*key)) hits.emplace_back(k, e);
+      }
     }
+    Json out = Json::array();
+    for (const auto& [k, e] : hits) out.push_back(record_json(*Server::Impl::unpack(k, e)));  // outside the lock
     reply_json(res, 200, out);
   });
   http.Get("/api/v1/keys/latest", [&s](const httplib::Request& req, httplib::Response& res) {
@@ -205,15 +213,15 @@ void add_data_routes(Server::Impl& s) {
     const std::string text = req.get_param_value("key");
     auto key = data::Key::parse_concrete(text);
     if (!key) return reply_error(res, ApiError{400, "key: " + key.error(), "key"});
+    std::optional<std::pair<std::string, Server::Impl::LvcEntry>> best;
     {
       std::lock_guard lock(s.lvc_mu);
       // Without "@app" the newest record of any producer of that key.
-      data::RecordPtr best;
       for (auto it = s.lvc.lower_bound(text); it != s.lvc.end() && std::string_view(it->first).starts_with(text); ++it)
         if (it->first == text || it->first[text.size()] == '@')
-          if (!best || it->second->ts_ns > best->ts_ns) best = it->second;
-      if (best) return reply_json(res, 200, record_json(*best));
+          if (!best || it->second.rec->ts_ns > best->second.rec->ts_ns) best.emplace(it->first, it->second);
     }
+    if (best) return reply_json(res, 200, record_json(*Server::Impl::unpack(best->first, best->second)));
     // Not seen since start: the archive may hold it.
     if (auto* archive = s.src.backends ? s.src.backends->archive() : nullptr) {
       data::Query q;

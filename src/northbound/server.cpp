@@ -159,6 +159,7 @@ Server::Impl::Impl(NorthboundConfig c, Sources s)
     server_errors = &src.metrics->counter("northbound.errors.server");
     unauthorized = &src.metrics->counter("northbound.errors.unauthorized");
     lvc_evicted = &src.metrics->counter("northbound.cache.evicted");
+    lvc_packed = &src.metrics->counter("northbound.cache.packed");
   }
 }
 
@@ -170,14 +171,19 @@ void Server::Impl::on_record(const data::RecordPtr& r) {
   {
     std::lock_guard lock(lvc_mu);
     auto it = lvc.find(key);
-    if (it != lvc.end()) {
-      it->second = r;
-    } else {
+    if (it == lvc.end()) {
       if (lvc.size() >= cfg.max_cached_keys) {
         lvc.erase(lvc.begin());  // keeps memory bounded; counted
         if (lvc_evicted) lvc_evicted->inc();
       }
-      lvc.emplace(std::string(key), r);
+      it = lvc.emplace(std::string(key), LvcEntry{}).first;
+    }
+    LvcEntry& e = it->second;
+    e.rec = r;
+    e.packed = false;
+    if (!e.queued && r->value.is_json()) {
+      e.queued = true;
+      lvc_fresh.emplace_back(key);
     }
     if (bare.starts_with("network/topology/") && bare != "network/topology/summary") {
       ++topology_version;
@@ -192,11 +198,65 @@ void Server::Impl::on_record(const data::RecordPtr& r) {
   }
 }
 
+data::RecordPtr Server::Impl::unpack(std::string_view key, const LvcEntry& e) {
+  if (!e.packed) return e.rec;
+  auto r = std::make_shared<data::Record>();
+  r->key = std::string(key);
+  const std::string& b = e.rec->value.bytes();
+  r->value = Json::from_cbor(b.begin(), b.end());
+  r->app_id = e.rec->app_id;
+  r->instance = e.rec->instance;
+  r->ts_ns = e.rec->ts_ns;
+  r->seq = e.rec->seq;
+  return r;
+}
+
+size_t Server::Impl::pack_fresh() {
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(lvc_mu);
+    keys.swap(lvc_fresh);
+  }
+  size_t packed = 0;
+  for (const auto& key : keys) {
+    data::RecordPtr r;
+    {
+      std::lock_guard lock(lvc_mu);
+      auto it = lvc.find(key);
+      if (it == lvc.end()) continue;  // evicted meanwhile
+      it->second.queued = false;
+      if (it->second.packed || !it->second.rec->value.is_json()) continue;
+      r = it->second.rec;
+    }
+    // Encoded outside the lock: publishers never wait on it.
+    auto p = std::make_shared<data::Record>();
+    const auto cbor = Json::to_cbor(r->value.json());
+    p->value = data::Bytes{std::string(cbor.begin(), cbor.end())};
+    p->app_id = r->app_id;
+    p->instance = r->instance;
+    p->ts_ns = r->ts_ns;
+    p->seq = r->seq;
+    std::lock_guard lock(lvc_mu);
+    auto it = lvc.find(key);
+    if (it == lvc.end() || it->second.rec != r) continue;  // replaced meanwhile: queued again
+    it->second.rec = std::move(p);
+    it->second.packed = true;
+    ++packed;
+  }
+  if (lvc_packed != nullptr && packed > 0) lvc_packed->inc(packed);
+  return packed;
+}
+
 std::vector<data::RecordPtr> Server::Impl::cached(std::string_view prefix) {
+  std::vector<std::pair<std::string, LvcEntry>> hits;
+  {
+    std::lock_guard lock(lvc_mu);
+    for (auto it = lvc.lower_bound(prefix); it != lvc.end() && std::string_view(it->first).starts_with(prefix); ++it)
+      hits.emplace_back(it->first, it->second);
+  }
   std::vector<data::RecordPtr> out;
-  std::lock_guard lock(lvc_mu);
-  for (auto it = lvc.lower_bound(prefix); it != lvc.end() && std::string_view(it->first).starts_with(prefix); ++it)
-    out.push_back(it->second);
+  out.reserve(hits.size());
+  for (const auto& [k, e] : hits) out.push_back(unpack(k, e));  // decoded outside the lock
   return out;
 }
 
@@ -272,6 +332,7 @@ void Server::Impl::tick_loop() {
       watched = streams > 0;
     }
     if (stopping.load()) break;
+    pack_fresh();
     if (!watched) continue;  // on demand: nothing is computed while no dashboard watches
     refresh_flow_counts();
     push_event("tick", tick_json());

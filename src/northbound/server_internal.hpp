@@ -43,13 +43,26 @@ struct Server::Impl {
   std::atomic<bool> stopping{false};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
-  // Last-value cache of Data Updates (every key seen since start, capped).
+  // Last-value cache of Data Updates (every key seen since start, capped). A JSON value is kept
+  // as published (a shared record, no copy) until the ticker packs it into CBOR, about a second
+  // later: at 10,000 hosts the records as JSON trees took about 25 MB, packed about 4 MB
+  // (docs/runtime.md, "Memory per host"). Packing is off the publishing (shard) thread.
+  struct LvcEntry {
+    data::RecordPtr rec;  // packed: the value is the CBOR of the JSON value, as Bytes; key empty
+    bool packed = false;
+    bool queued = false;  // in lvc_fresh
+  };
   std::mutex lvc_mu;
-  std::map<std::string, data::RecordPtr, std::less<>> lvc;
+  std::map<std::string, LvcEntry, std::less<>> lvc;
+  std::vector<std::string> lvc_fresh;  // keys whose JSON record is not packed yet
   uint64_t topology_version = 0;
   uint64_t sub_id = 0;
   bool subscribed = false;
   void on_record(const data::RecordPtr& r);
+  // The record as published (a packed entry's JSON value decoded again).
+  static data::RecordPtr unpack(std::string_view key, const LvcEntry& e);
+  // Packs the records published since the last call (the ticker, each second); returns how many.
+  size_t pack_fresh();
   // Records whose key (without "@app") starts with `prefix`.
   std::vector<data::RecordPtr> cached(std::string_view prefix);
 
@@ -74,6 +87,7 @@ struct Server::Impl {
   core::Counter* server_errors = nullptr;
   core::Counter* unauthorized = nullptr;
   core::Counter* lvc_evicted = nullptr;
+  core::Counter* lvc_packed = nullptr;
 
   // One request to a switch and its replies (every part of a multipart reply), waiting at most
   // the request timeout. 404 unknown switch, 504 no answer, 400 the switch's OFPT_ERROR.

@@ -113,10 +113,12 @@ ofp::FlowMod vip_rule(const CpamConfig& cfg, uint32_t vip_index, uint32_t real_i
   return fm;
 }
 
-ofp::FlowMod vip_rule_delete(const CpamConfig& cfg, uint32_t vip_index) {
+ofp::FlowMod vip_rule_delete(const CpamConfig& cfg, uint32_t vip_index) { return vip_rule_delete(cfg.table_id, vip_index); }
+
+ofp::FlowMod vip_rule_delete(uint8_t table_id, uint32_t vip_index) {
   ofp::FlowMod fm;
   fm.command = ofp::FlowModCommand::kDelete;
-  fm.table_id = cfg.table_id;
+  fm.table_id = table_id;
   fm.cookie = make_cookie(CookieKind::kVipRule, 0, vip_index);
   fm.cookie_mask = ~uint64_t{0};
   return fm;

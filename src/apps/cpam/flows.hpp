@@ -48,6 +48,7 @@ struct Plan {
 ofp::FlowMod vip_rule(const CpamConfig& cfg, uint32_t vip_index, uint32_t real_ip, uint64_t real_mac, uint32_t port);
 // The DELETE of that rule (by its cookie).
 ofp::FlowMod vip_rule_delete(const CpamConfig& cfg, uint32_t vip_index);
+ofp::FlowMod vip_rule_delete(uint8_t table_id, uint32_t vip_index);  // the same, from the table alone
 
 // Both directions of a session along fwd (client -> server) and rev (server -> client).
 Plan plan_session(const CpamConfig& cfg, const Session& s, const std::vector<topology::Hop>& fwd,

@@ -9,6 +9,7 @@
 #include "data/due.hpp"
 #include "data/updates.hpp"
 #include "fakes/eventually.hpp"
+#include "core/metrics.hpp"
 #include "northbound/server.hpp"
 
 namespace sdn::northbound {
@@ -29,6 +30,7 @@ class FleetApiTest : public ::testing::Test {
     src.controller = nullptr;
     src.backends = backends_;
     src.version = "test";
+    src.metrics = &metrics_;
     server_ = std::make_unique<Server>(cfg, std::move(src));
     auto port = server_->start();
     ASSERT_TRUE(port) << port.error();
@@ -52,6 +54,7 @@ class FleetApiTest : public ::testing::Test {
     return r && r->status == 200 ? r->body : std::string();
   }
 
+  core::Metrics metrics_;
   std::shared_ptr<data::Backends> backends_;
   std::unique_ptr<Server> server_;
   std::unique_ptr<httplib::Client> client_;
@@ -180,6 +183,46 @@ TEST_F(FleetApiTest, DashboardServesTheFleetPanel) {
   bool listed = false;
   for (const auto& r : idx["routes"]) listed = listed || (r["path"] == "/api/v1/fleet" && r["method"] == "get");
   EXPECT_TRUE(listed);
+}
+
+// The last-value cache keeps JSON values packed (CBOR) once the ticker has passed, and serves
+// them unchanged from /api/v1/keys and /keys/latest, before and after packing; a newer value
+// replaces a packed one, and is packed in turn.
+TEST_F(FleetApiTest, TheCacheServesPackedValuesUnchanged) {
+  data::Due topo(backends_);
+  ASSERT_TRUE(topo.init("topology", data::kProducer));
+  const Json host{{"mac", "02:00:00:00:00:07"}, {"at", {{"dpid", "0000000000000004"}, {"port", 3}}}, {"state", "up"},
+                  {"ip", "10.0.0.7"}, {"weights", {1.5, -2, true, nullptr}}};
+  ASSERT_TRUE(topo.write("network/topology/host/020000000007", host));
+  auto latest = [&](const char* key) { return get(std::string("/api/v1/keys/latest?key=") + key); };
+  {
+    auto [st, j] = latest("network/topology/host/020000000007");  // before packing
+    ASSERT_EQ(st, 200) << j;
+    EXPECT_EQ(j["value"], host);
+  }
+  auto& packed = metrics_.counter("northbound.cache.packed");
+  ASSERT_TRUE(eventually([&] { return packed.value() >= 1; }, std::chrono::seconds(5)));
+  {
+    auto [st, j] = latest("network/topology/host/020000000007");
+    ASSERT_EQ(st, 200) << j;
+    EXPECT_EQ(j["value"], host);
+    EXPECT_EQ(j["app_id"], "topology");
+    EXPECT_EQ(j["key"], "network/topology/host/020000000007@topology");
+    EXPECT_EQ(j["seq"], 1);
+    auto [ks, all] = get("/api/v1/keys?pattern=network/topology/**");
+    ASSERT_EQ(ks, 200) << all;
+    ASSERT_EQ(all.size(), 1u) << all;
+    EXPECT_EQ(all[0]["value"], host);
+  }
+  Json moved = host;
+  moved["at"]["port"] = 9;
+  ASSERT_TRUE(topo.write("network/topology/host/020000000007", moved));
+  ASSERT_TRUE(eventually([&] { return latest("network/topology/host/020000000007").second["value"] == moved; }));
+  const uint64_t before = packed.value();
+  ASSERT_TRUE(eventually([&] { return packed.value() > before; }, std::chrono::seconds(5)));
+  auto [st, j] = latest("network/topology/host/020000000007");
+  EXPECT_EQ(j["value"], moved);
+  EXPECT_EQ(j["seq"], 2);
 }
 
 }  // namespace
