@@ -1,6 +1,7 @@
 // The data-driven part of the API: topology (from the topology app's records on Data Updates),
 // CPAM (through its hooks), apps and the Coordinator, data keys (latest values from the cache,
 // history from Data Archives with DUE's query options) and the metrics registry.
+#include <algorithm>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -23,6 +24,23 @@ Json record_json(const data::Record& r) {
           {"value", std::move(v)}};
 }
 
+// The API lists a switch's ports as [{"port", "role"}] sorted by port; the data key groups them
+// by role ({"edge": [1, 2], ...}, src/apps/topology/README.md). Records archived before that
+// change carry the list already.
+Json port_list(const Json& ports) {
+  if (!ports.is_object()) return ports.is_array() ? ports : Json::array();
+  std::vector<std::pair<uint64_t, std::string>> all;
+  for (const auto& [role, list] : ports.items()) {
+    if (!list.is_array()) continue;
+    for (const auto& p : list)
+      if (p.is_number_unsigned()) all.emplace_back(p.get<uint64_t>(), role);
+  }
+  std::sort(all.begin(), all.end());
+  Json out = Json::array();
+  for (auto& [port, role] : all) out.push_back({{"port", port}, {"role", std::move(role)}});
+  return out;
+}
+
 Json topology_json(Server::Impl& s) {
   Json switches = Json::array(), links = Json::array(), hosts = Json::array();
   for (const auto& r : s.cached("network/topology/")) {
@@ -33,7 +51,7 @@ Json topology_json(Server::Impl& s) {
       switches.push_back({{"dpid", v.value("dpid", "")},
                           {"up", v.value("state", "") == "up"},
                           {"state", v.value("state", "")},
-                          {"ports", v.value("ports", Json::array())}});
+                          {"ports", port_list(v.value("ports", Json::array()))}});
     } else if (key.starts_with("network/topology/link/")) {
       Json l{{"a", v.value("a", Json::object())}, {"b", v.value("b", Json::object())},
              {"up", v.value("state", "") == "up"}, {"state", v.value("state", "")}, {"reason", v.value("reason", "")}};

@@ -194,6 +194,12 @@ print(f"flows: list/filter/add/delete on {BR} agree with ovs-ofctl; 14 kinds of 
 # ---- topology ----
 topo = ok("GET", "/api/v1/topology")
 check(len(topo["switches"]) == 7 and all(s["up"] for s in topo["switches"]), f"topology switches: {topo['switches']}")
+# The data key groups ports by role; the API lists them as {port, role}, sorted by port.
+for s in topo["switches"]:
+    nos = [p["port"] for p in s["ports"]]
+    check(nos and nos == sorted(nos) and {p["role"] for p in s["ports"]} <= {"edge", "link", "pending", "down"},
+          f"topology switch ports: {s}")
+check(any(p["role"] == "link" for s in topo["switches"] for p in s["ports"]), "topology: no link port on any switch")
 check(sum(1 for l in topo["links"] if l["up"]) == len(MANIFEST["links"]), f"{len(topo['links'])} links vs manifest {len(MANIFEST['links'])}")
 macs = {h["mac"] for h in topo["hosts"] if h["state"] != "gone"}
 check({h["mac"] for h in MANIFEST["hosts"]} <= macs, f"topology hosts {sorted(macs)} lack some manifest host")

@@ -1,6 +1,8 @@
 // Topology records: keys and JSON, both directions.
 #include "apps/topology/wire.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "pkt/addr.hpp"
@@ -65,9 +67,16 @@ std::string host_key(uint64_t mac) {
   return std::string(kHostPrefix) + m;
 }
 
+// Ports grouped by role ({"edge": [1, 2], "link": [3]}; empty roles left out): a port costs one
+// number, not an object of two strings. An aggregation switch has hundreds of ports and each
+// link change republishes its record (docs/runtime.md, heap profile at 100,000 hosts).
 json to_json(const SwitchRecord& r) {
-  json ports = json::array();
-  for (const auto& [p, role] : r.ports) ports.push_back({{"port", p}, {"role", to_string(role)}});
+  json ports = json::object();
+  for (const auto& [p, role] : r.ports) {
+    json& list = ports[std::string(to_string(role))];
+    if (list.is_null()) list = json::array();
+    list.push_back(p);
+  }
   return json{{"dpid", dpid_hex(r.dpid)}, {"state", r.up ? "up" : "down"}, {"ports", std::move(ports)}};
 }
 
@@ -98,11 +107,26 @@ Expected<std::optional<TopologyRecord>, std::string> decode(std::string_view key
       const std::string state = v.at("state").get<std::string>();
       if (state != "up" && state != "down") return bad("state must be up or down");
       r.up = state == "up";
-      for (const auto& p : v.at("ports")) {
-        auto role = port_role_from(p.at("role").get<std::string>());
-        if (!role) return bad("unknown port role");
-        r.ports.emplace_back(p.at("port").get<uint32_t>(), *role);
+      const json& ports = v.at("ports");
+      if (ports.is_object()) {
+        for (const auto& [name, list] : ports.items()) {
+          auto role = port_role_from(name);
+          if (!role) return bad("unknown port role");
+          if (!list.is_array()) return bad("a port role's value must be a list of port numbers");
+          for (const auto& p : list) r.ports.emplace_back(p.get<uint32_t>(), *role);
+        }
+      } else if (ports.is_array()) {  // the form written before 2026-12-07 (archives keep it)
+        for (const auto& p : ports) {
+          auto role = port_role_from(p.at("role").get<std::string>());
+          if (!role) return bad("unknown port role");
+          r.ports.emplace_back(p.at("port").get<uint32_t>(), *role);
+        }
+      } else {
+        return bad("ports must be an object of port lists by role");
       }
+      std::sort(r.ports.begin(), r.ports.end());
+      for (size_t i = 1; i < r.ports.size(); ++i)
+        if (r.ports[i].first == r.ports[i - 1].first) return bad("a port is listed twice");
       return std::optional<TopologyRecord>(std::move(r));
     }
     if (key.starts_with(kLinkPrefix)) {

@@ -454,6 +454,27 @@ TEST(Wire, RecordsRoundTripThroughJson) {
   EXPECT_EQ(to_json(h)["ip"], "10.0.0.1");
 }
 
+TEST(Wire, SwitchPortsAreGroupedByRoleAndTheOldListFormStillReads) {
+  const SwitchRecord r{2, true, {{1, PortRole::kLink}, {2, PortRole::kEdge}, {3, PortRole::kEdge}, {7, PortRole::kDown}}};
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["ports"], nlohmann::json::parse(R"({"edge": [2, 3], "link": [1], "down": [7]})"));
+  auto d = decode(switch_key(2), j);
+  ASSERT_TRUE(d && *d);
+  EXPECT_EQ(std::get<SwitchRecord>(**d).ports, r.ports);  // sorted by port again
+  // Archived before the grouped form: a list of {port, role}, in any order.
+  auto old = decode(switch_key(2), nlohmann::json::parse(R"({"dpid": "0000000000000002", "state": "up", "ports":
+      [{"port": 7, "role": "down"}, {"port": 1, "role": "link"}, {"port": 2, "role": "edge"}, {"port": 3, "role": "edge"}]})"));
+  ASSERT_TRUE(old && *old) << (old ? "" : old.error());
+  EXPECT_EQ(std::get<SwitchRecord>(**old).ports, r.ports);
+  for (const char* bad : {R"({"state": "up", "ports": {"sideways": [1]}})", R"({"state": "up", "ports": {"edge": 1}})",
+                          R"({"state": "up", "ports": {"edge": [1], "link": [1]}})", R"({"state": "up", "ports": 3})",
+                          R"({"state": "up", "ports": {"edge": ["a"]}})"}) {
+    auto e = decode(switch_key(2), nlohmann::json::parse(bad));
+    ASSERT_FALSE(e) << bad;
+    EXPECT_NE(e.error().find(switch_key(2)), std::string::npos) << e.error();
+  }
+}
+
 TEST(Wire, MalformedRecordsAreErrorsNamingTheKeyAndOtherKeysAreSkipped) {
   auto r = decode("network/topology/link/x", nlohmann::json{{"a", 1}});
   ASSERT_FALSE(r);
