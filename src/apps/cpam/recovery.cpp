@@ -40,50 +40,73 @@ Json host_name(uint32_t h, const HostDirectory& dir) { return h < dir.hosts.size
 
 }  // namespace
 
+// Format 2: columns of numbers (a VIP costs a number, not an array of four values with two
+// strings); the hosts named once, a retired VIP's owner as an index into them. Format 1 (before
+// 2026-12-07) named the owner in every retired entry: at 100,000 hosts and a pool of 600,000 its
+// JSON value was 83 MB at the heap's peak (docs/runtime.md).
 Json vips_to_json(const PersistedVips& p, const HostDirectory& dir, std::string_view phase) {
-  Json hosts = Json::object();
+  std::vector<int64_t> slot(dir.hosts.size(), -1);  // host index -> position in "hosts"
+  Json names = Json::array(), primary = Json::array(), next = Json::array();
+  auto add = [&](size_t h) {
+    slot[h] = static_cast<int64_t>(names.size());
+    names.push_back(dir.hosts[h].name);
+    primary.push_back(vip_or_null(h < p.primary.size() ? p.primary[h] : kNone));
+    next.push_back(vip_or_null(h < p.next.size() ? p.next[h] : kNone));
+  };
   for (size_t h = 0; h < dir.hosts.size(); ++h) {
     const uint32_t pv = h < p.primary.size() ? p.primary[h] : kNone;
     const uint32_t nv = h < p.next.size() ? p.next[h] : kNone;
-    if (pv != kNone || nv != kNone) hosts[dir.hosts[h].name] = Json::array({vip_or_null(pv), vip_or_null(nv)});
+    if (pv != kNone || nv != kNone) add(h);
   }
-  Json retired = Json::array();
-  for (const auto& r : p.retired)
-    retired.push_back(Json::array({r.vip, state_name(r.state), host_name(r.owner, dir), r.since_ms}));
-  return Json{{"epoch", p.epoch},
+  Json vip = Json::array(), owner = Json::array(), since = Json::array();
+  std::string state;
+  state.reserve(p.retired.size());
+  for (const auto& r : p.retired) {
+    vip.push_back(r.vip);
+    state.push_back(r.state == VipState::kGrace ? 'g' : 'q');
+    if (r.owner < dir.hosts.size()) {
+      if (slot[r.owner] < 0) add(r.owner);
+      owner.push_back(slot[r.owner]);
+    } else {
+      owner.push_back(nullptr);
+    }
+    since.push_back(r.since_ms);
+  }
+  return Json{{"format", 2},
+              {"epoch", p.epoch},
               {"boot", p.boot},
               {"time_ms", p.time_ms},
               {"next_rotation_ms", p.next_rotation_ms},
               {"phase", phase},
-              {"hosts", std::move(hosts)},
-              {"retired", std::move(retired)}};
+              {"hosts", std::move(names)},
+              {"primary", std::move(primary)},
+              {"next", std::move(next)},
+              {"retired", Json{{"vip", std::move(vip)}, {"state", std::move(state)}, {"owner", std::move(owner)},
+                               {"since_ms", std::move(since)}}}};
 }
 
-Expected<PersistedVips, std::string> vips_from_json(const Json& j, const HostDirectory& dir, uint32_t pool) {
-  if (!j.is_object()) return unexpected(std::string("not an object"));
-  for (const char* k : {"epoch", "boot", "time_ms", "next_rotation_ms"})
-    if (!j.contains(k) || !j[k].is_number_integer()) return unexpected(fmt::format("{}: missing or not an integer", k));
-  if (!j.contains("hosts") || !j["hosts"].is_object()) return unexpected(std::string("hosts: missing or not an object"));
+namespace {
+
+// A host's [primary, next] from the record: kept when the host is still protected, else its VIPs
+// wait out a quarantine.
+void place_host(PersistedVips& p, const HostDirectory& dir, const std::string& name, uint32_t pv, uint32_t nv) {
+  auto it = dir.by_name.find(name);
+  if (it == dir.by_name.end()) {
+    for (uint32_t v : {pv, nv})
+      if (v != kNone) p.retired.push_back({v, VipState::kQuarantine, kNone, p.time_ms});
+    return;
+  }
+  p.primary[it->second] = pv;
+  p.next[it->second] = nv;
+}
+
+Expected<void, std::string> hosts_v1(PersistedVips& p, const Json& j, const HostDirectory& dir, uint32_t pool) {
   if (!j.contains("retired") || !j["retired"].is_array()) return unexpected(std::string("retired: missing or not an array"));
-  PersistedVips p;
-  p.epoch = j["epoch"].get<uint64_t>();
-  p.boot = j["boot"].get<uint64_t>();
-  p.time_ms = j["time_ms"].get<int64_t>();
-  p.next_rotation_ms = j["next_rotation_ms"].get<int64_t>();
-  p.primary.assign(dir.hosts.size(), kNone);
-  p.next.assign(dir.hosts.size(), kNone);
   for (const auto& [name, pair] : j["hosts"].items()) {
     if (!pair.is_array() || pair.size() != 2) return unexpected(fmt::format("hosts.{}: not [primary, next]", name));
     const auto pv = vip_of(pair[0], pool), nv = vip_of(pair[1], pool);
     if (!pv || !nv) return unexpected(fmt::format("hosts.{}: a VIP outside the pool of {}", name, pool));
-    auto it = dir.by_name.find(name);
-    if (it == dir.by_name.end()) {  // no longer protected: its VIPs wait out a quarantine
-      for (uint32_t v : {*pv, *nv})
-        if (v != kNone) p.retired.push_back({v, VipState::kQuarantine, kNone, p.time_ms});
-      continue;
-    }
-    p.primary[it->second] = *pv;
-    p.next[it->second] = *nv;
+    place_host(p, dir, name, *pv, *nv);
   }
   for (const auto& r : j["retired"]) {
     if (!r.is_array() || r.size() != 4 || !r[1].is_string() || !r[3].is_number_integer())
@@ -99,6 +122,71 @@ Expected<PersistedVips, std::string> vips_from_json(const Json& j, const HostDir
     e.since_ms = r[3].get<int64_t>();
     p.retired.push_back(e);
   }
+  return {};
+}
+
+Expected<void, std::string> hosts_v2(PersistedVips& p, const Json& j, const HostDirectory& dir, uint32_t pool) {
+  const Json& names = j["hosts"];
+  const auto pr = j.find("primary"), nx = j.find("next"), rt = j.find("retired");
+  if (pr == j.end() || nx == j.end() || !pr->is_array() || !nx->is_array() || pr->size() != names.size() ||
+      nx->size() != names.size())
+    return unexpected(std::string("primary, next: missing or not one entry per host"));
+  std::vector<uint32_t> index(names.size(), kNone);  // position in "hosts" -> host index
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!names[i].is_string()) return unexpected(fmt::format("hosts[{}]: not a name", i));
+    const std::string& name = names[i].get_ref<const std::string&>();
+    const auto pv = vip_of((*pr)[i], pool), nv = vip_of((*nx)[i], pool);
+    if (!pv || !nv) return unexpected(fmt::format("hosts.{}: a VIP outside the pool of {}", name, pool));
+    place_host(p, dir, name, *pv, *nv);
+    if (auto it = dir.by_name.find(name); it != dir.by_name.end()) index[i] = it->second;
+  }
+  if (rt == j.end() || !rt->is_object()) return unexpected(std::string("retired: missing or not an object"));
+  const auto vip = rt->find("vip"), state = rt->find("state"), owner = rt->find("owner"), since = rt->find("since_ms");
+  if (vip == rt->end() || state == rt->end() || owner == rt->end() || since == rt->end() || !vip->is_array() ||
+      !state->is_string() || !owner->is_array() || !since->is_array())
+    return unexpected(std::string("retired: not {vip, state, owner, since_ms}"));
+  const std::string& st = state->get_ref<const std::string&>();
+  const size_t n = vip->size();
+  if (st.size() != n || owner->size() != n || since->size() != n)
+    return unexpected(std::string("retired: vip, state, owner and since_ms differ in length"));
+  for (size_t i = 0; i < n; ++i) {
+    const auto v = vip_of((*vip)[i], pool);
+    if (!v || *v == kNone) return unexpected(fmt::format("retired: a VIP outside the pool of {}", pool));
+    if (st[i] != 'g' && st[i] != 'q') return unexpected(fmt::format("retired: state '{}'", st[i]));
+    if (!(*since)[i].is_number_integer()) return unexpected(std::string("retired: since_ms not an integer"));
+    PersistedVips::Retired e;
+    e.vip = *v;
+    e.state = st[i] == 'g' ? VipState::kGrace : VipState::kQuarantine;
+    if (!(*owner)[i].is_null()) {
+      const auto o = as_u64((*owner)[i]);
+      if (!o || *o >= names.size()) return unexpected(fmt::format("retired: owner {} is not a listed host", (*owner)[i].dump()));
+      e.owner = index[*o];
+    }
+    e.since_ms = (*since)[i].get<int64_t>();
+    p.retired.push_back(e);
+  }
+  return {};
+}
+
+}  // namespace
+
+Expected<PersistedVips, std::string> vips_from_json(const Json& j, const HostDirectory& dir, uint32_t pool) {
+  if (!j.is_object()) return unexpected(std::string("not an object"));
+  for (const char* k : {"epoch", "boot", "time_ms", "next_rotation_ms"})
+    if (!j.contains(k) || !j[k].is_number_integer()) return unexpected(fmt::format("{}: missing or not an integer", k));
+  const auto format = j.find("format");
+  const bool v2 = format != j.end() && *format == 2;
+  if (format != j.end() && !v2) return unexpected(fmt::format("format {} is not one this version reads (2)", format->dump()));
+  if (!j.contains("hosts") || (v2 ? !j["hosts"].is_array() : !j["hosts"].is_object()))
+    return unexpected(fmt::format("hosts: missing or not {}", v2 ? "a list of names" : "an object"));
+  PersistedVips p;
+  p.epoch = j["epoch"].get<uint64_t>();
+  p.boot = j["boot"].get<uint64_t>();
+  p.time_ms = j["time_ms"].get<int64_t>();
+  p.next_rotation_ms = j["next_rotation_ms"].get<int64_t>();
+  p.primary.assign(dir.hosts.size(), kNone);
+  p.next.assign(dir.hosts.size(), kNone);
+  if (auto r = v2 ? hosts_v2(p, j, dir, pool) : hosts_v1(p, j, dir, pool); !r) return unexpected(r.error());
   return p;
 }
 

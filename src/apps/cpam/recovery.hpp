@@ -24,11 +24,15 @@ namespace sdn::apps::cpam::recovery {
 inline constexpr std::string_view kVipsKey = "network/cpam/vips";
 inline constexpr std::string_view kSessionsPrefix = "network/cpam/sessions/";
 
-// {"epoch", "boot", "time_ms", "next_rotation_ms", "phase", "hosts": {name: [primary, next]},
-//  "retired": [[vip, "grace"|"quarantine", owner name|null, since_ms]]} (VIPs as pool indices,
-// null for none). Hosts are named so a reordered host list reloads right.
+// {"format": 2, "epoch", "boot", "time_ms", "next_rotation_ms", "phase", "hosts": [name],
+//  "primary": [vip|null], "next": [vip|null] (one per listed host),
+//  "retired": {"vip": [vip], "state": "gq..." (one letter a VIP: grace, quarantine),
+//              "owner": [index into hosts|null], "since_ms": [ms]}}
+// (VIPs as pool indices, null for none). Hosts are named so a reordered host list reloads
+// right; listed are those with a VIP or owning a retired one.
 nlohmann::json vips_to_json(const PersistedVips& p, const HostDirectory& dir, std::string_view phase);
-// The inverse; VIPs outside the pool are an error, hosts no longer configured lose their VIPs to
+// The inverse, also of format 1 (no "format"; before 2026-12-07): "hosts": {name: [primary,
+// next]}, "retired": [[vip, "grace"|"quarantine", owner name|null, since_ms]]. VIPs outside the pool are an error, hosts no longer configured lose their VIPs to
 // quarantine (their primary and reservation become retired Quarantine VIPs: never reused early).
 Expected<PersistedVips, std::string> vips_from_json(const nlohmann::json& j, const HostDirectory& dir, uint32_t pool);
 

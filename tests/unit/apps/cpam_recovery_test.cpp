@@ -129,6 +129,49 @@ TEST(Recovery, VipStateRoundTripsThroughJsonAndRestoresTheEngineMidRotation) {
   EXPECT_EQ(life2.reclaim(t2 + seconds(28) + milliseconds(1)).freed, 12u);
 }
 
+TEST(Recovery, VipRecordsAreColumnsNamingEachHostOnceAndBadColumnsAreRefused) {
+  const auto cfg = small_config(3, 16);
+  const HostDirectory dir(cfg.hosts);
+  PersistedVips p;
+  p.epoch = 7;
+  p.time_ms = 5000;
+  p.primary = {2, kNone, 5};
+  p.next = {kNone, kNone, 6};
+  // h2 (index 1) has no VIP of its own but owns a grace VIP; one quarantined VIP has no owner.
+  p.retired = {{9, VipState::kGrace, 1, 4000}, {11, VipState::kQuarantine, kNone, 3000}, {12, VipState::kQuarantine, 0, 2500}};
+  const auto j = recovery::vips_to_json(p, dir, "committed");
+  EXPECT_EQ(j["format"], 2);
+  EXPECT_EQ(j["hosts"], nlohmann::json::parse(R"(["h1", "h3", "h2"])"));
+  EXPECT_EQ(j["retired"]["state"], "gqq");
+  EXPECT_EQ(j["retired"]["owner"], nlohmann::json::parse("[2, null, 0]"));
+  auto back = recovery::vips_from_json(nlohmann::json::parse(j.dump()), dir, 16);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(*back, p);
+
+  // Reloaded with h3 no longer protected: its VIPs wait out a quarantine, as in format 1.
+  const HostDirectory fewer(std::vector<ProtectedHost>(cfg.hosts.begin(), cfg.hosts.begin() + 2));
+  auto f = recovery::vips_from_json(j, fewer, 16);
+  ASSERT_TRUE(f) << f.error();
+  EXPECT_EQ(f->primary, (std::vector<uint32_t>{2, kNone}));
+  EXPECT_EQ(f->retired.size(), 5u);
+
+  auto refused = [&](auto change, std::string_view why) {
+    auto bad = j;
+    change(bad);
+    auto e = recovery::vips_from_json(bad, dir, 16);
+    ASSERT_FALSE(e) << why;
+    EXPECT_NE(e.error().find(why), std::string::npos) << e.error();
+  };
+  refused([](auto& b) { b["format"] = 3; }, "format 3");
+  refused([](auto& b) { b["primary"].push_back(1); }, "one entry per host");
+  refused([](auto& b) { b["next"][0] = 16; }, "hosts.h1: a VIP outside the pool");
+  refused([](auto& b) { b["retired"]["owner"][0] = 3; }, "owner 3 is not a listed host");
+  refused([](auto& b) { b["retired"]["state"] = "gqx"; }, "state 'x'");
+  refused([](auto& b) { b["retired"]["since_ms"].push_back(1); }, "differ in length");
+  refused([](auto& b) { b["retired"]["vip"][1] = nullptr; }, "outside the pool");
+  refused([](auto& b) { b["hosts"] = nlohmann::json::object(); }, "a list of names");
+}
+
 TEST(Recovery, BadVipRecordsAreRefusedAndHostsNoLongerProtectedGiveTheirVipsToQuarantine) {
   const auto cfg = small_config(2, 16);
   const HostDirectory dir(cfg.hosts);
