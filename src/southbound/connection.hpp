@@ -176,6 +176,9 @@ class Connection final : public SwitchContext, public std::enable_shared_from_th
   // read side
   std::vector<uint8_t> rbuf_;
   size_t rlen_ = 0;
+  bool read_filled_ = false;  // the last read filled rbuf_: grow before the next
+  uint32_t small_reads_ = 0;  // reads in a row that used less than an eighth of rbuf_
+  void resize_rbuf(size_t n);  // and keep southbound.rx_buffer_bytes
   Clock::time_point started_;
   Clock::time_point last_rx_;
   bool echo_outstanding_ = false;

@@ -13,6 +13,7 @@ Counters::Counters(core::Metrics& m)
       closed(m.counter("southbound.connections.closed")),
       active(m.gauge("southbound.connections.active")),
       switches_up(m.gauge("southbound.switches.up")),
+      rx_buffer_bytes(m.gauge("southbound.rx_buffer_bytes")),
       rx_msgs(m.counter("southbound.rx.msgs")),
       rx_bytes(m.counter("southbound.rx.bytes")),
       tx_msgs(m.counter("southbound.tx.msgs")),

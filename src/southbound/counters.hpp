@@ -16,6 +16,7 @@ struct Counters {
   core::Counter& closed;
   core::Gauge& active;          // open connections
   core::Gauge& switches_up;     // handshake complete
+  core::Gauge& rx_buffer_bytes; // read buffers of open connections, in bytes
   core::Counter& rx_msgs;
   core::Counter& rx_bytes;
   core::Counter& tx_msgs;

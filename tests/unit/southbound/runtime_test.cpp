@@ -838,6 +838,44 @@ TEST_F(RuntimeTest, RepliesToManyPacketInsAreGatheredIntoFewWrites) {
   EXPECT_GT(metrics_.histogram("southbound.packet_in.service").max(), 0u);
 }
 
+TEST_F(RuntimeTest, ReadBuffersStartSmallGrowForLargeMessagesAndAreCounted) {
+  start();
+  hooks_.on_packet_in = [](SwitchContext& sw, const ofp::PacketIn& pin) {
+    ofp::PacketOut po;
+    po.in_port = pin.in_port();
+    po.actions.push_back(ofp::ActionOutput{2, 0});
+    po.data = pin.data;
+    sw.send(std::move(po));
+  };
+  {
+    RawSwitch a(port_), b(port_);
+    ASSERT_TRUE(a.handshake(1));
+    ASSERT_TRUE(b.handshake(2));
+    ASSERT_TRUE(eventually([&] { return hooks_.ups == 2; }));
+    // Two idle switches: 4 KiB each, not the 16 KiB each they had before.
+    EXPECT_GT(gauge("southbound.rx_buffer_bytes"), 0);
+    EXPECT_LE(gauge("southbound.rx_buffer_bytes"), 2 * 4096);
+    // One message of 60,000 bytes, written in pieces: the buffer grows and the frame arrives whole.
+    std::vector<uint8_t> frame(60000);
+    for (size_t i = 0; i < frame.size(); ++i) frame[i] = static_cast<uint8_t>(i * 7);
+    ofp::Bytes big;
+    (void)ofp::encode(9, packet_in(frame), big);
+    for (size_t off = 0; off < big.size(); off += 5000) {
+      a.send_bytes(std::span<const uint8_t>(big).subspan(off, std::min<size_t>(5000, big.size() - off)));
+      std::this_thread::sleep_for(2ms);
+    }
+    auto po = a.recv_type(ofp::Type::kPacketOut);
+    ASSERT_TRUE(po);
+    const auto* out = std::get_if<ofp::PacketOut>(&po->body);
+    ASSERT_NE(out, nullptr);
+    EXPECT_TRUE(std::equal(out->data.begin(), out->data.end(), frame.begin(), frame.end()));
+    EXPECT_GE(gauge("southbound.rx_buffer_bytes"), 60000);
+  }
+  // Closed connections give their buffers back to the gauge.
+  ASSERT_TRUE(eventually([&] { return gauge("southbound.connections.active") == 0; }));
+  EXPECT_EQ(gauge("southbound.rx_buffer_bytes"), 0);
+}
+
 TEST_F(RuntimeTest, NewConnectionWithSameDpidReplacesOld) {
   start();
   RawSwitch a(port_);
