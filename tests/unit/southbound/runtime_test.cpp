@@ -100,6 +100,17 @@ class RuntimeTest : public ::testing::Test {
     return p;
   }
 
+  // Every PACKET_IN is answered with a PACKET_OUT of its data to port 2.
+  void answer_packet_ins_on_port_2() {
+    hooks_.on_packet_in = [](SwitchContext& sw, const ofp::PacketIn& pin) {
+      ofp::PacketOut po;
+      po.in_port = pin.in_port();
+      po.actions.push_back(ofp::ActionOutput{2, 0});
+      po.data = pin.data;
+      sw.send(std::move(po));
+    };
+  }
+
   Hooks hooks_;
   Hooks second_;              // a second app after the first, when second_app_ is set before start()
   bool second_app_ = false;
@@ -815,13 +826,7 @@ TEST_F(RuntimeTest, HighLaneOvertakesLowLaneBurst) {
 
 TEST_F(RuntimeTest, RepliesToManyPacketInsAreGatheredIntoFewWrites) {
   start();
-  hooks_.on_packet_in = [](SwitchContext& sw, const ofp::PacketIn& pin) {
-    ofp::PacketOut po;
-    po.in_port = pin.in_port();
-    po.actions.push_back(ofp::ActionOutput{2, 0});
-    po.data = pin.data;
-    sw.send(std::move(po));
-  };
+  answer_packet_ins_on_port_2();
   RawSwitch sw(port_);
   ASSERT_TRUE(sw.handshake(1));
   ASSERT_TRUE(eventually([&] { return hooks_.ups == 1; }));
@@ -840,13 +845,7 @@ TEST_F(RuntimeTest, RepliesToManyPacketInsAreGatheredIntoFewWrites) {
 
 TEST_F(RuntimeTest, ReadBuffersStartSmallGrowForLargeMessagesAndAreCounted) {
   start();
-  hooks_.on_packet_in = [](SwitchContext& sw, const ofp::PacketIn& pin) {
-    ofp::PacketOut po;
-    po.in_port = pin.in_port();
-    po.actions.push_back(ofp::ActionOutput{2, 0});
-    po.data = pin.data;
-    sw.send(std::move(po));
-  };
+  answer_packet_ins_on_port_2();
   {
     RawSwitch a(port_), b(port_);
     ASSERT_TRUE(a.handshake(1));
