@@ -198,17 +198,24 @@ void Server::Impl::on_record(const data::RecordPtr& r) {
   }
 }
 
+namespace {
+// `r` with another value (and key), without copying r's value.
+data::RecordPtr with_value(const data::Record& r, std::string key, data::Value v) {
+  auto out = std::make_shared<data::Record>();
+  out->key = std::move(key);
+  out->value = std::move(v);
+  out->app_id = r.app_id;
+  out->instance = r.instance;
+  out->ts_ns = r.ts_ns;
+  out->seq = r.seq;
+  return out;
+}
+}  // namespace
+
 data::RecordPtr Server::Impl::unpack(std::string_view key, const LvcEntry& e) {
   if (!e.packed) return e.rec;
-  auto r = std::make_shared<data::Record>();
-  r->key = std::string(key);
   const std::string& b = e.rec->value.bytes();
-  r->value = Json::from_cbor(b.begin(), b.end());
-  r->app_id = e.rec->app_id;
-  r->instance = e.rec->instance;
-  r->ts_ns = e.rec->ts_ns;
-  r->seq = e.rec->seq;
-  return r;
+  return with_value(*e.rec, std::string(key), Json::from_cbor(b.begin(), b.end()));
 }
 
 size_t Server::Impl::pack_fresh() {
@@ -229,13 +236,8 @@ size_t Server::Impl::pack_fresh() {
       r = it->second.rec;
     }
     // Encoded outside the lock: publishers never wait on it.
-    auto p = std::make_shared<data::Record>();
     const auto cbor = Json::to_cbor(r->value.json());
-    p->value = data::Bytes{std::string(cbor.begin(), cbor.end())};
-    p->app_id = r->app_id;
-    p->instance = r->instance;
-    p->ts_ns = r->ts_ns;
-    p->seq = r->seq;
+    auto p = with_value(*r, std::string(), data::Bytes{std::string(cbor.begin(), cbor.end())});
     std::lock_guard lock(lvc_mu);
     auto it = lvc.find(key);
     if (it == lvc.end() || it->second.rec != r) continue;  // replaced meanwhile: queued again
