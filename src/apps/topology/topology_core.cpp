@@ -40,11 +40,9 @@ void TopologyCore::changed_switch(uint64_t dpid) {
 
 void TopologyCore::set_role(PortRef p, PortState& ps, PortRole role, Clock::time_point now) {
   if (ps.role == role) return;
-  if (ps.role == PortRole::kPending) --pending_;
-  if (role == PortRole::kPending) {
-    ++pending_;
-    ps.since = now;
-  }
+  --ports_in(ps.role);
+  ++ports_in(role);
+  if (role == PortRole::kPending) ps.since = now;
   // An edge port that turns into anything else no longer has hosts behind it.
   const bool was_edge = ps.role == PortRole::kEdge;
   ps.role = role;
@@ -77,7 +75,9 @@ void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports,
   SwitchState& s = switches_[dpid];
   for (const ofp::Port& p : ports) {
     if (!fabric_port(p.port_no)) continue;
-    PortState& ps = s.ports[p.port_no];
+    auto [slot, fresh] = s.ports.try_emplace(p.port_no);
+    PortState& ps = slot->second;
+    if (!fresh) --ports_in(ps.role);  // a port listed twice counts once
     ps.hw_addr = p.hw_addr;
     ps.role = port_is_up(p) ? PortRole::kPending : PortRole::kDown;
     ps.since = now;
@@ -94,7 +94,7 @@ void TopologyCore::switch_up(uint64_t dpid, const std::vector<ofp::Port>& ports,
         }
       }
     }
-    if (ps.role == PortRole::kPending) ++pending_;
+    ++ports_in(ps.role);
   }
   // Probe at once: a peer that is already up reports the link within one round trip.
   queue_probes(dpid, s, true);
@@ -114,7 +114,7 @@ void TopologyCore::switch_down(uint64_t dpid, Clock::time_point now) {
   for (auto it = provisional_.begin(); it != provisional_.end();)
     it = it->first.dpid == dpid ? provisional_.erase(it) : std::next(it);
   for (const auto& [_, ps] : s->second.ports)
-    if (ps.role == PortRole::kPending) --pending_;
+    --ports_in(ps.role);
   switches_.erase(s);
   changed_switch(dpid);
 }
@@ -131,7 +131,7 @@ void TopologyCore::forget_switch(uint64_t dpid) {
   for (auto it = provisional_.begin(); it != provisional_.end();)
     it = it->first.dpid == dpid ? provisional_.erase(it) : std::next(it);
   for (const auto& [_, ps] : s->second.ports)
-    if (ps.role == PortRole::kPending) --pending_;
+    --ports_in(ps.role);
   switches_.erase(s);
   ++fig_.switches_handed_over;
   ++fig_.version;
@@ -146,6 +146,7 @@ void TopologyCore::port_status(uint64_t dpid, const ofp::Port& desc, bool delete
   if (it == s->second.ports.end()) {
     if (deleted) return;
     it = s->second.ports.emplace(desc.port_no, PortState{PortRole::kDown, now, desc.hw_addr}).first;
+    ++ports_in(PortRole::kDown);
     changed_switch(dpid);
   }
   PortState& ps = it->second;
@@ -154,6 +155,7 @@ void TopologyCore::port_status(uint64_t dpid, const ofp::Port& desc, bool delete
     remove_links_on(ref, "port_status", now);
     set_role(ref, ps, PortRole::kDown, now);
     if (deleted) {
+      --ports_in(PortRole::kDown);
       s->second.ports.erase(it);
       changed_switch(dpid);
     }
@@ -343,7 +345,7 @@ void TopologyCore::tick(Clock::time_point now) {
     if (ps != nullptr && ps->role == PortRole::kLink) set_role(it->first, *ps, PortRole::kPending, now);
     it = provisional_.erase(it);
   }
-  if (pending_ == 0) return;
+  if (ports_in(PortRole::kPending) == 0) return;
   for (auto& [dpid, s] : switches_)
     for (auto& [no, ps] : s.ports)
       if (ps.role == PortRole::kPending && now - ps.since >= cfg_.port_settle)
@@ -421,13 +423,11 @@ Figures TopologyCore::figures() const {
   f.switches = switches_.size();
   f.links = links_.size();
   f.hosts = hosts_.size();
-  f.pending_ports = pending_;
-  f.edge_ports = f.link_ports = 0;
-  for (const auto& [_, s] : switches_)
-    for (const auto& [__, ps] : s.ports) {
-      f.edge_ports += ps.role == PortRole::kEdge;
-      f.link_ports += ps.role == PortRole::kLink;
-    }
+  // Counted as roles change: a walk over every port here cost O(ports) per learned host (at
+  // 100,000 hosts, 80 % of shard 0 while hosts were being learned).
+  f.pending_ports = ports_in(PortRole::kPending);
+  f.edge_ports = ports_in(PortRole::kEdge);
+  f.link_ports = ports_in(PortRole::kLink);
   if (first_up_ && last_link_added_) f.discovery = *last_link_added_ - *first_up_;
   return f;
 }

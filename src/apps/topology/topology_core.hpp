@@ -4,6 +4,7 @@
 // changes into Data Updates and its probes into PacketOuts. Tests drive it with a manual clock.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <cstdint>
@@ -167,7 +168,10 @@ class TopologyCore {
   absl::flat_hash_map<uint64_t, HostEntry> hosts_;
   absl::flat_hash_map<uint32_t, uint64_t> by_ip_;  // a present host's address -> its MAC
   void erase_host(uint64_t mac);
-  size_t pending_ = 0;
+  // Ports of known switches by role, kept as roles change (figures() reads them).
+  std::array<size_t, 4> ports_by_role_{};
+  size_t& ports_in(PortRole r) { return ports_by_role_[static_cast<size_t>(r)]; }
+  size_t ports_in(PortRole r) const { return ports_by_role_[static_cast<size_t>(r)]; }
   Changes changes_;
   std::vector<PortRef> probes_;
   Figures fig_;

@@ -320,6 +320,7 @@ class Bench {
   // hosts
   void host_rx(uint32_t host, const Bytes& frame);
   void host_send(const Host& h, const Bytes& frame);
+  // `then` hears the MAC, or 0 when three requests a second apart went unanswered.
   void host_arp(Host& h, uint32_t ip, std::function<void(uint64_t)> then);
   void start_connection();
   void send_dns(uint32_t conn, int tries);
@@ -387,7 +388,7 @@ class Bench {
   absl::flat_hash_map<uint32_t, uint32_t> path_dst_;     // path event -> destination host
   uint16_t next_dns_id_ = 1;
   uint64_t arp_failures_ = 0, stray_frames_ = 0, misdelivered_ = 0;
-  size_t warm_answered_ = 0;
+  size_t warm_answered_ = 0, warm_unanswered_ = 0, warm_unasked_ = 0;
   uint32_t dns_ip_ = 0;
   uint16_t next_sport_ = 1024;
   struct Window {

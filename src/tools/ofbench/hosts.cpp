@@ -46,9 +46,11 @@ void Bench::host_arp(Host& h, uint32_t ip, std::function<void(uint64_t)> then) {
     Host& host = hosts_[hid - 1];
     auto it = host.arp_waiting.find(ip);
     if (it == host.arp_waiting.end() || it->second.empty()) return;
-    if (tries >= 3) {  // unanswered: give up (the connection times out)
+    if (tries >= 3) {  // unanswered: give up; the waiters hear mac 0 (a connection then times out)
+      auto waiters = std::move(it->second);
       host.arp_waiting.erase(it);
       ++arp_failures_;
+      for (auto& waiter : waiters) waiter(0);
       return;
     }
     host_send(host, pkt::arp_request(pkt::Mac{host.mac}, pkt::Ipv4Addr{host.ip}, pkt::Ipv4Addr{ip}));
@@ -134,6 +136,7 @@ void Bench::host_rx(uint32_t hid, const Bytes& frame) {
       const uint16_t sport = t.src_port, dport = t.dst_port;
       const uint32_t seq = t.seq;
       host_arp(h, peer_ip, [this, hid, peer_ip, sport, dport, seq](uint64_t mac) {
+        if (mac == 0) return;
         const Host& srv = hosts_[hid - 1];
         pkt::EthSpec eth{pkt::Mac{mac}, pkt::Mac{srv.mac}};
         pkt::Ipv4Spec ip;
@@ -207,6 +210,7 @@ void Bench::send_dns(uint32_t cid, int tries) {
   }
   Host& h = hosts_[c.client - 1];
   host_arp(h, dns_ip_, [this, cid](uint64_t mac) {
+    if (mac == 0) return;
     const Conn& cc = conns_[cid - 1];
     const Host& hh = hosts_[cc.client - 1];
     pkt::EthSpec eth{pkt::Mac{mac}, pkt::Mac{hh.mac}};
@@ -225,6 +229,7 @@ void Bench::resolve_mac(uint32_t cid) {
   if (auto it = h.arp.find(c.vip); it == h.arp.end() || it->second.second <= now_s())
     c.ev_arp = new_event(Kind::kArp, h.sw);
   host_arp(h, c.vip, [this, cid](uint64_t mac) {
+    if (mac == 0) return;
     Conn& cc = conns_[cid - 1];
     complete(cc.ev_arp, now_s());
     cc.vip_mac = mac;
@@ -260,27 +265,36 @@ void Bench::fail_connection(uint32_t cid, const char* why) {
 
 void Bench::warm_hosts(uint32_t target_of(const Bench&, uint32_t), double timeout_s) {
   // Each host ARPs once (for `target_of(host)`), a few hundred at a time: the controller
-  // learns where every host is before anything is measured.
-  size_t next = 0, answered = 0;
+  // learns where every host is before anything is measured. A host whose three requests go
+  // unanswered counts as done (unanswered), so a few lost requests cannot stall the rest.
+  // The counts live on the heap: an answer may arrive after this returns.
+  struct Warm {
+    size_t inflight = 0, answered = 0, unanswered = 0;
+  };
+  auto w = std::make_shared<Warm>();
+  size_t next = 0;
   const size_t n = hosts_.size();
-  size_t inflight = 0;
   auto launch = [&] {
-    while (inflight < 200 && next < n) {
+    while (w->inflight < 200 && next < n) {
       Host& h = hosts_[next++];
-      ++inflight;
-      host_arp(h, target_of(*this, h.id), [&](uint64_t) {
-        --inflight;
-        ++answered;
+      ++w->inflight;
+      host_arp(h, target_of(*this, h.id), [w](uint64_t mac) {
+        --w->inflight;
+        ++(mac != 0 ? w->answered : w->unanswered);
       });
     }
   };
   launch();
   run_until([&] {
     launch();
-    return answered == n;
+    return w->answered + w->unanswered == n;
   }, timeout_s);
-  warm_answered_ = answered;
-  if (!o_.quiet) fmt::print(stderr, "ofbench: {} of {} hosts warmed up\n", answered, n);
+  warm_answered_ = w->answered;
+  warm_unanswered_ = w->unanswered;
+  warm_unasked_ = n - next;
+  if (!o_.quiet)
+    fmt::print(stderr, "ofbench: {} of {} hosts warmed up ({} unanswered, {} not asked in {} s)\n", w->answered, n,
+               w->unanswered, n - next, timeout_s);
 }
 
 void Bench::campus_setup() {

@@ -380,6 +380,8 @@ nlohmann::json Bench::result_json(double t_begin, double t_end) {
     c["stray_frames"] = stray_frames_;
     c["arp_failures"] = arp_failures_;
     c["hosts_warmed"] = warm_answered_;
+    c["hosts_warm_unanswered"] = warm_unanswered_;
+    c["hosts_warm_unasked"] = warm_unasked_;
     c["lambda"] = o_.lambda;
     j["cpam"] = c;
   }

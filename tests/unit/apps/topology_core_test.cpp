@@ -424,6 +424,54 @@ TEST_F(Core, ReconnectStartsFromScratch) {
   EXPECT_EQ(core_.role({1, 2}), PortRole::kPending);
 }
 
+// figures() keeps the port counts by role as roles change (a walk over every port per learned
+// host was 80 % of a shard at 100,000 hosts): after every kind of change they equal a count
+// of the switch records.
+TEST_F(Core, PortCountsByRoleFollowEveryChange) {
+  std::vector<uint64_t> known;
+  auto expect_counts = [&](const char* step) {
+    uint64_t edge = 0, link = 0, pending = 0;
+    for (uint64_t dpid : known)
+      for (const auto& [no, role] : core_.switch_record(dpid).ports) {
+        edge += role == PortRole::kEdge;
+        link += role == PortRole::kLink;
+        pending += role == PortRole::kPending;
+      }
+    const Figures f = core_.figures();
+    EXPECT_EQ(f.edge_ports, edge) << step;
+    EXPECT_EQ(f.link_ports, link) << step;
+    EXPECT_EQ(f.pending_ports, pending) << step;
+  };
+  known = {1, 2, 3};
+  two_switches();
+  auto with_down = ports({1, 2, 3});
+  with_down[2] = port(3, false);
+  core_.switch_up(3, with_down, now_);
+  expect_counts("up");
+  core_.lldp_received({1, 2}, {2, 1}, now_);
+  expect_counts("link");
+  at(2000);
+  expect_counts("settled");
+  EXPECT_EQ(core_.figures().edge_ports, 4u);
+  core_.port_status(3, port(3, true), false, now_);  // down -> pending
+  core_.port_status(3, port(4, true), false, now_);  // a new port
+  expect_counts("port up and added");
+  core_.port_status(1, port(2, false), false, now_);  // the link goes
+  expect_counts("link port down");
+  core_.port_status(1, port(2), true, now_);  // deleted
+  expect_counts("deleted");
+  core_.switch_up(2, ports({1, 2, 5}), now_);  // reconnect
+  expect_counts("reconnect");
+  core_.switch_down(3, now_);
+  known = {1, 2};
+  expect_counts("switch down");
+  at(5000);
+  expect_counts("settled again");
+  core_.forget_switch(2);
+  known = {1};
+  expect_counts("handed over");
+}
+
 // ---------------------------------------------------------------- records
 
 TEST(Wire, RecordsRoundTripThroughJson) {
