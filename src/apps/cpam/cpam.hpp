@@ -390,6 +390,9 @@ class Cpam final : public southbound::App {
   void reserved_committed(uint64_t gen);
   // One batch: the hosts held back by a switch's budget first, then the next from pending_.
   void run_batch();
+  // Orders pending_ round the access switches (each switch's first host, then each one's
+  // second, ...), so that a batch spreads over switches instead of meeting one switch's budget.
+  void interleave_pending();
   bool batches_done() const { return cursor_ >= pending_.size() && carry_.empty(); }
   size_t batch_size() const;         // hosts per batch (rotation_batch, or derived from T)
   std::chrono::milliseconds batch_delay() const;  // the gap between batches (batch_delay, or derived)

@@ -291,6 +291,7 @@ void Cpam::tick() {
   tick_at_ = now;
   svc_->rotating_.store(true, std::memory_order_relaxed);
   pending_ = life_->reserve_next(now);
+  interleave_pending();
   cursor_ = 0;
   carry_.clear();
   ++rotation_gen_;
@@ -346,6 +347,35 @@ void Cpam::reserved_committed(uint64_t gen) {
 size_t Cpam::batch_size() const { return rotation_pacing(cfg_, pending_.size()).hosts; }
 std::chrono::milliseconds Cpam::batch_delay() const { return rotation_pacing(cfg_, pending_.size()).delay; }
 size_t Cpam::switch_batch_cap() const { return cpam::switch_batch_cap(cfg_, batch_delay()); }
+
+// Hosts come in directory order, and a directory lists a switch's hosts together (ofbench's
+// 100,000 hosts sit 42 to an access switch), so a batch of consecutive hosts met a few switches'
+// budgets and most of it waited as carry (189,880 deferrals in a 30-s run at 100,000 hosts). One
+// pass ranks each host by its place among the hosts of its switch (in runs of the per-batch
+// budget); a counting sort by rank keeps the order within a rank. Hosts nobody located share one
+// key and so come last.
+void Cpam::interleave_pending() {
+  if (pending_.size() < 2) return;
+  // A switch's hosts go in runs of what its budget takes per batch: fewer switches a batch, so
+  // fewer barriers (one per switch and batch), and still nothing held back.
+  const size_t per_switch = std::max<size_t>(1, std::min<size_t>(switch_batch_cap(), batch_size()));
+  absl::flat_hash_map<uint64_t, size_t> seen;
+  std::vector<uint32_t> rank(pending_.size());
+  uint32_t most = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    uint64_t dpid = 0;
+    if (auto mac = view_.mac_of(svc_->dir_.hosts[pending_[i].first].ip))
+      if (const auto* h = view_.host(*mac)) dpid = h->at.dpid;
+    rank[i] = static_cast<uint32_t>(seen[dpid]++ / per_switch);
+    most = std::max(most, rank[i]);
+  }
+  std::vector<size_t> start(static_cast<size_t>(most) + 2, 0);
+  for (uint32_t r : rank) ++start[r + 1];
+  for (size_t r = 1; r < start.size(); ++r) start[r] += start[r - 1];
+  std::vector<std::pair<uint32_t, uint32_t>> out(pending_.size());
+  for (size_t i = 0; i < pending_.size(); ++i) out[start[rank[i]]++] = pending_[i];
+  pending_ = std::move(out);
+}
 
 void Cpam::run_batch() {
   const auto lane = cfg_.mode == RuntimeMode::kSharded ? southbound::Lane::kLow : southbound::Lane::kHigh;

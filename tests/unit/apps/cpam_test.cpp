@@ -804,6 +804,7 @@ TEST_F(CpamFabric, RotateNowRestartsTheCadenceAndTheIntervalCanChange) {
 TEST_F(CpamFabric, ARotationKeepsEachSwitchWithinItsFlowModBudget) {
   cfg_.switch_flowmod_budget = 1;  // one rule per switch per 150-ms batch (two hosts per edge)
   build(2, RuntimeMode::kSharded);
+  svc_->set_tunables({cfg_.rotation_interval, 8, cfg_.batch_delay});  // every host in one batch
   auto per_switch = [this] {
     std::vector<size_t> n;
     for (uint64_t d = 1; d <= 7; ++d)
@@ -826,6 +827,26 @@ TEST_F(CpamFabric, ARotationKeepsEachSwitchWithinItsFlowModBudget) {
   EXPECT_EQ(flows_of(CookieKind::kVipRule), rules0 + hosts_.size());
   EXPECT_GT(svc_->counters().rotation_deferred, 0u);
   EXPECT_EQ(rotations_, 1);
+}
+
+// A batch goes round the access switches, not down the directory (which lists a switch's hosts
+// together): four hosts a batch and one rule per switch per batch fit the 8 hosts on 4 edges in
+// exactly two batches, with nothing held back. In directory order the first batch met s4 and s5
+// twice each and held two hosts back.
+TEST_F(CpamFabric, ARotationsBatchesGoRoundTheSwitches) {
+  cfg_.switch_flowmod_budget = 1;
+  build(2, RuntimeMode::kSharded);
+  svc_->set_tunables({cfg_.rotation_interval, 4, cfg_.batch_delay});
+  const size_t rules0 = flows_of(CookieKind::kVipRule);
+  const uint64_t deferred0 = svc_->counters().rotation_deferred;
+  home().rotate_now();
+  fabric_->advance(milliseconds(1));
+  EXPECT_EQ(flows_of(CookieKind::kVipRule), rules0 + 4);
+  fabric_->advance(milliseconds(150));
+  EXPECT_EQ(flows_of(CookieKind::kVipRule), rules0 + hosts_.size());
+  EXPECT_EQ(svc_->counters().rotation_deferred, deferred0);
+  fabric_->advance(milliseconds(1000));
+  EXPECT_FALSE(svc_->rotating());
 }
 
 TEST_F(CpamFabric, LocateProbesForHostsNobodyHasSeenStayWithinTheControllersBudget) {
