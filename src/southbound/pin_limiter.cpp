@@ -2,6 +2,7 @@
 #include "southbound/pin_limiter.hpp"
 
 #include <algorithm>
+#include <bit>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -114,13 +115,25 @@ void PinLimiter::refill(Buckets& b, const Rates& r, int64_t now_ns) {
   b.control = std::min(r.control_burst, b.control + dt * r.control_pps);
 }
 
+void PinLimiter::grow_ports(uint32_t port) {
+  const size_t want = port >= kPortSlots ? kPortSlots : std::bit_ceil(static_cast<size_t>(port) + 1);
+  const size_t n = std::clamp(want, std::max(kMinPortSlots, slots_), kPortSlots);
+  auto bigger = std::make_unique<PortSlot[]>(n);
+  // Ports below the old size keep their own slot; any others may meet (the later one wins,
+  // as when two ports share a slot).
+  for (size_t i = 0; i < slots_; ++i)
+    if (ports_[i].used) bigger[ports_[i].port & (n - 1)] = ports_[i];
+  ports_ = std::move(bigger);
+  slots_ = n;
+}
+
 PinLimiter::Verdict PinLimiter::admit(const PinPeek& p, Clock::time_point now) {
   const int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   const PinClass c = p.cls;
   float* port_tokens = nullptr;
   if (p.has_in_port && limited(port_rates_, c)) {
-    if (!ports_) ports_ = std::make_unique<PortSlot[]>(kPortSlots);  // once, on the first PacketIn
-    PortSlot& slot = ports_[p.in_port % kPortSlots];
+    if (!ports_ || (p.in_port >= slots_ && slots_ < kPortSlots)) grow_ports(p.in_port);
+    PortSlot& slot = ports_[p.in_port & (slots_ - 1)];
     if (!slot.used || slot.port != p.in_port) {
       slot = PortSlot{p.in_port, true, Buckets{now_ns, port_rates_.data_burst, port_rates_.control_burst}};
     } else {

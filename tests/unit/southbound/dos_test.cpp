@@ -190,6 +190,37 @@ TEST(PinLimiter, ArpAndLldpHaveTheirOwnBudget) {
   EXPECT_EQ(l.admit(peek_of(2, PinClass::kControl), t0), PinLimiter::Verdict::kDropSwitch);
 }
 
+// The port table grows to the highest port that sent a PacketIn (up to 256 slots) and keeps
+// each port's bucket on the way; ports below 256 still never share a slot.
+TEST(PinLimiter, PortTableIsSizedByThePortsThatSendAndKeepsTheirBuckets) {
+  DosSettings d;
+  d.port_pps = 1;
+  d.port_burst = 2;
+  d.switch_pps = 0;
+  PinLimiter l(d);
+  const Clock::time_point t0{std::chrono::seconds(1)};
+  EXPECT_EQ(l.port_slots(), 0u);  // nothing before the first PacketIn
+  EXPECT_EQ(l.admit(peek_of(3, PinClass::kData), t0), PinLimiter::Verdict::kAdmit);
+  EXPECT_EQ(l.port_slots(), PinLimiter::kMinPortSlots);
+  EXPECT_EQ(l.admit(peek_of(3, PinClass::kData), t0), PinLimiter::Verdict::kAdmit);  // port 3's bucket now empty
+  for (uint32_t port = 1; port <= 43; ++port) {
+    if (port != 3) {
+      EXPECT_EQ(l.admit(peek_of(port, PinClass::kData), t0), PinLimiter::Verdict::kAdmit) << port;
+    }
+  }
+  EXPECT_EQ(l.port_slots(), 64u);
+  EXPECT_EQ(l.admit(peek_of(3, PinClass::kData), t0), PinLimiter::Verdict::kDropPort);  // kept through two doublings
+  for (int round = 0; round < 2; ++round)
+    for (uint32_t port = 1; port <= 255; ++port) (void)l.admit(peek_of(port, PinClass::kData), t0);
+  EXPECT_EQ(l.port_slots(), PinLimiter::kPortSlots);
+  // Every port of 1..255 has its own slot, now empty (its burst is 2).
+  for (uint32_t port = 1; port <= 255; ++port)
+    EXPECT_EQ(l.admit(peek_of(port, PinClass::kData), t0), PinLimiter::Verdict::kDropPort) << port;
+  // LOCAL (0xfffffffe) is far past the end: the table stops at 256 and it shares a slot.
+  EXPECT_EQ(l.admit(peek_of(0xfffffffeu, PinClass::kData), t0), PinLimiter::Verdict::kAdmit);
+  EXPECT_EQ(l.port_slots(), PinLimiter::kPortSlots);
+}
+
 TEST(PinLimiter, ZeroRateMeansUnlimited) {
   DosSettings d;
   d.port_pps = d.switch_pps = d.control_pps = d.control_port_pps = 0;
