@@ -49,6 +49,7 @@ bool PathEngine::remove_switch(uint64_t dpid) {
   // With its links gone, the switch is unreachable in every kept tree (a tree that reached it
   // used its next-hop link and was dropped), so reusing the index later needs no cleanup there.
   drop_tree(i);
+  if (trees_[i].nodes.capacity() > 0) --allocated_;
   trees_[i] = Tree{};  // release the memory; it is rebuilt if the index is reused
   sw_[i].present = false;
   sw_[i].edges.clear();
@@ -186,8 +187,43 @@ std::vector<uint32_t> PathEngine::tree_ports(uint64_t dpid) const {
 
 const PathEngine::Tree& PathEngine::tree(uint32_t dst) const {
   Tree& t = trees_[dst];
-  if (!t.valid) build_tree(dst, t);
+  if (!t.valid) {
+    if (t.nodes.capacity() == 0) make_room(dst, t);
+    build_tree(dst, t);
+  }
+  t.used = true;
   return t;
+}
+
+// A tree about to be built without memory of its own: within the budget it allocates; past it,
+// it takes the node vector of the first tree the clock hand finds unused since its last pass
+// (a dropped tree's at once, a valid one's after a second chance).
+void PathEngine::make_room(uint32_t dst, Tree& t) const {
+  const size_t per_tree = std::max<size_t>(1, sw_.size()) * sizeof(Node);
+  const size_t limit = std::max(kMinTrees, cache_bytes_ / per_tree);
+  if (allocated_ < limit) {
+    ++allocated_;
+    return;
+  }
+  for (size_t steps = 0; steps < 2 * trees_.size() + 1; ++steps) {
+    const size_t i = hand_;
+    hand_ = (hand_ + 1) % trees_.size();
+    Tree& v = trees_[i];
+    if (i == dst || v.nodes.capacity() == 0) continue;
+    if (v.valid && v.used) {
+      v.used = false;
+      continue;
+    }
+    if (v.valid) {
+      v.valid = false;
+      --valid_trees_;
+      ++stats_.trees_evicted;
+    }
+    t.nodes = std::move(v.nodes);
+    v.nodes = std::vector<Node>();
+    return;
+  }
+  ++allocated_;  // nothing to take (cannot happen with limit >= 1): allocate
 }
 
 // BFS from the destination (links are undirected, so the reverse graph is the graph). All

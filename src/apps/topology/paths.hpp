@@ -83,9 +83,20 @@ class PathEngine {
     uint64_t trees_computed = 0;     // per-destination shortest-path trees (re)computed
     uint64_t trees_invalidated = 0;  // trees dropped by an edit
     uint64_t trees_kept = 0;         // trees an edit provably did not affect (incremental win)
+    uint64_t trees_evicted = 0;      // trees given up to stay within the cache's bytes
   };
   Stats stats() const { return stats_; }
   uint64_t version() const { return version_; }  // bumps on every change
+
+  // The trees' memory: one tree is 16 B per switch, and one per destination switch would be
+  // O(switches^2) (91 MB for the 2,388 switches of the 100,000-host campus, in every view).
+  // Past `bytes` of trees (never fewer than kMinTrees), a new tree takes the memory of one not
+  // used since the clock hand last passed it. kDefaultCacheBytes holds every tree up to 724
+  // switches.
+  static constexpr size_t kDefaultCacheBytes = 8u << 20;
+  static constexpr size_t kMinTrees = 16;
+  void set_cache_bytes(size_t bytes) { cache_bytes_ = bytes; }
+  size_t allocated_trees() const { return allocated_; }
 
  private:
   static constexpr uint32_t kUnreachable = std::numeric_limits<uint32_t>::max();
@@ -109,7 +120,8 @@ class PathEngine {
   };
   struct Tree {
     bool valid = false;
-    std::vector<Node> nodes;  // by switch index; indices past the end are unreachable
+    mutable bool used = false;  // since the clock hand last passed
+    std::vector<Node> nodes;    // by switch index; indices past the end are unreachable
   };
 
   uint32_t ensure_switch(uint64_t dpid);
@@ -121,6 +133,7 @@ class PathEngine {
   void rebuild_spanning_tree();
   const Tree& tree(uint32_t dst) const;
   void build_tree(uint32_t dst, Tree& t) const;
+  void make_room(uint32_t dst, Tree& t) const;
   static uint32_t dist_in(const Tree& t, uint32_t sw) {
     return sw < t.nodes.size() ? t.nodes[sw].dist : kUnreachable;
   }
@@ -136,6 +149,9 @@ class PathEngine {
   mutable std::vector<Tree> trees_;
   mutable std::vector<uint32_t> queue_;  // BFS scratch, reused
   mutable size_t valid_trees_ = 0;
+  mutable size_t allocated_ = 0;  // trees holding node memory (valid or kept for a rebuild)
+  mutable size_t hand_ = 0;       // the clock hand over trees_
+  size_t cache_bytes_ = kDefaultCacheBytes;
   mutable Stats stats_;
   uint64_t version_ = 0;
 };

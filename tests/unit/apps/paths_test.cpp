@@ -476,6 +476,41 @@ void expect_matches_reference(const PathEngine& e, const Answers& a) {
   }
 }
 
+// The tree cache holds at most its bytes' worth of trees (never fewer than kMinTrees): with a
+// one-byte budget, 60 switches and every pair asked, edits and all, at most 16 trees hold memory,
+// trees are evicted, and every answer equals an engine that keeps every tree.
+TEST(PathEngine, TheTreeCacheStaysWithinItsBudgetAndAnswersAlike) {
+  std::mt19937 rng(7);
+  std::vector<Link> links;
+  for (uint64_t k = 1; k < 60; ++k) links.push_back(L(k, 1, 1 + rng() % k, 2 + static_cast<uint32_t>(k)));  // a random tree
+  for (int extra = 0; extra < 20; ++extra) {  // and some cross links
+    const uint64_t a = 1 + rng() % 60, b = 1 + rng() % 60;
+    if (a != b) links.push_back(L(a, 100 + static_cast<uint32_t>(extra), b, 200 + static_cast<uint32_t>(extra)));
+  }
+  PathEngine small, full;
+  small.set_cache_bytes(1);
+  for (const Link& l : links) {
+    small.add_link(l);
+    full.add_link(l);
+  }
+  expect_same_paths(small, full);
+  EXPECT_LE(small.allocated_trees(), PathEngine::kMinTrees);
+  EXPECT_EQ(full.allocated_trees(), 60u);
+  EXPECT_GT(small.stats().trees_evicted, 0u);
+  EXPECT_EQ(full.stats().trees_evicted, 0u);
+  for (int k = 0; k < 5; ++k) {  // edits drop some trees; the cache keeps working around them
+    const auto l = full.links()[rng() % full.links().size()];
+    EXPECT_TRUE(small.remove_link(l));
+    EXPECT_TRUE(full.remove_link(l));
+    expect_same_paths(small, full);
+    EXPECT_LE(small.allocated_trees(), PathEngine::kMinTrees);
+  }
+  EXPECT_TRUE(small.remove_switch(5));
+  EXPECT_TRUE(full.remove_switch(5));
+  expect_same_paths(small, full);
+  EXPECT_LE(small.allocated_trees(), PathEngine::kMinTrees);
+}
+
 TEST(PathEngineRandom, IncrementalEqualsFreshBuildInAnotherOrder) {
   constexpr int kEditsPerSeed = 400;
   PathEngine::Stats total;
@@ -487,6 +522,7 @@ TEST(PathEngineRandom, IncrementalEqualsFreshBuildInAnotherOrder) {
     for (auto& d : dpids) d = 1 + rng() % 1000;
     auto any_port = [&] { return PortRef{dpids[rng() % n], 1 + static_cast<uint32_t>(rng() % 4)}; };
     PathEngine e;
+    if (seed % 2 == 0) e.set_cache_bytes(1);  // 16 trees at most: evictions between edits too
     for (int step = 0; step < kEditsPerSeed; ++step) {
       const uint32_t op = rng() % 100;
       bool ok = false;
