@@ -321,6 +321,7 @@ void Cpam::on_stop() {
   sub_.cancel();
   if (!samples_.empty()) svc_->write_samples(samples_);
   samples_.clear();
+  if (shard_ == 0 && cfg_.commit_off_loop) svc_->committer_->wait_idle();  // the records queued there are written before the stop
 }
 
 void Cpam::apply_topology(std::string_view key, const nlohmann::json& value) {
