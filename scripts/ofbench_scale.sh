@@ -68,7 +68,7 @@ for hosts in $HOSTS_LIST; do
 [controller]
 apps = ["topology", "cpam", "forwarding"]
 [sqlite]
-path = "$WORK/archive-$hosts-$t.db"
+path = "$WORK/archive-$variant-$hosts-$t.db"
 [cpam]
 runtime = "$runtime"
 yield_between_batches = $yield
