@@ -597,8 +597,7 @@ void Cpam::sweep(Clock::time_point now) {
     size_t asked = 0;
     for (uint32_t h = 0; h < svc_->dir_.hosts.size() && asked < kSilentProbes; ++h) {
       const uint32_t ip = svc_->dir_.hosts[h].ip;
-      auto mac = view_.mac_of(ip);
-      if (mac && view_.host(*mac) != nullptr) continue;
+      if (view_.host_of_ip(ip) != nullptr) continue;
       if (!may_probe(ip, now)) continue;
       probe(ip);
       ++asked;

@@ -393,6 +393,8 @@ class Cpam final : public southbound::App {
   // Orders pending_ round the access switches (each switch's first host, then each one's
   // second, ...), so that a batch spreads over switches instead of meeting one switch's budget.
   void interleave_pending();
+  // Record building and writing: on the committer's thread (commit_off_loop), else at once.
+  void off_loop(std::function<void()> job);
   bool batches_done() const { return cursor_ >= pending_.size() && carry_.empty(); }
   size_t batch_size() const;         // hosts per batch (rotation_batch, or derived from T)
   std::chrono::milliseconds batch_delay() const;  // the gap between batches (batch_delay, or derived)

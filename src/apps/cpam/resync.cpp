@@ -111,18 +111,18 @@ bool Cpam::persist_vips(std::string_view phase, bool sync) {
   if (!cfg_.recovery || !svc_->due_) return true;
   auto p = life_->export_state(rt_->now(), unix_ms());
   p.boot = svc_->boot_;
-  if (!sync && cfg_.commit_off_loop) {
+  auto write = [weak = std::weak_ptr<CpamService>(svc_), p = std::move(p), phase = std::string(phase)] {
+    if (auto svc = weak.lock()) svc->publish(recovery::kVipsKey, recovery::vips_to_json(p, svc->dir_, phase), 0);
+  };
+  if (!sync) {
     // The record's JSON is built and written on the committer's thread, in order with the
     // commit waits there (at 10,000 hosts and T = 1 s it was 8 ms of shard 0's loop per phase,
     // three phases a second, in front of that shard's PacketIns); this loop copies the state.
-    svc_->committer_->run([weak = std::weak_ptr<CpamService>(svc_), p = std::move(p), phase = std::string(phase)] {
-      if (auto svc = weak.lock()) svc->publish(recovery::kVipsKey, recovery::vips_to_json(p, svc->dir_, phase), 0);
-    });
+    off_loop(std::move(write));
     return true;
   }
   if (cfg_.commit_off_loop) svc_->committer_->wait_idle();  // the records queued before this one first
-  svc_->publish(recovery::kVipsKey, recovery::vips_to_json(p, svc_->dir_, phase), 0);
-  if (!sync) return true;
+  write();
   const auto t0 = Clock::now();
   if (!svc_->due_->sync(std::chrono::milliseconds(1000))) {
     svc_->vips_sync_failed_.fetch_add(1);

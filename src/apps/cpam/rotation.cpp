@@ -363,9 +363,8 @@ void Cpam::interleave_pending() {
   std::vector<uint32_t> rank(pending_.size());
   uint32_t most = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
-    uint64_t dpid = 0;
-    if (auto mac = view_.mac_of(svc_->dir_.hosts[pending_[i].first].ip))
-      if (const auto* h = view_.host(*mac)) dpid = h->at.dpid;
+    const auto* h = view_.host_of_ip(svc_->dir_.hosts[pending_[i].first].ip);
+    const uint64_t dpid = h != nullptr ? h->at.dpid : 0;
     rank[i] = static_cast<uint32_t>(seen[dpid]++ / per_switch);
     most = std::max(most, rank[i]);
   }
@@ -597,6 +596,10 @@ void Cpam::publish_mapping(const Snapshot& s) {
     for (const auto& [name, vip] : hosts.items())
       svc->publish(fmt::format("network/cpam/mapping/{}", name), {{"epoch", epoch}, {"vip", vip}}, data::kPubOnly);
   };
+  off_loop(std::move(job));
+}
+
+void Cpam::off_loop(std::function<void()> job) {
   if (cfg_.commit_off_loop) {
     svc_->committer_->run(std::move(job));
   } else {
@@ -643,8 +646,7 @@ void Cpam::reclaim(Clock::time_point now) {
   absl::flat_hash_map<uint64_t, std::vector<uint32_t>> per_switch;
   for (const auto& [vip, owner] : r.quarantined) {
     const uint64_t at = svc_->rule_at(vip);
-    auto mac = owner == kNone ? std::nullopt : view_.mac_of(svc_->dir_.hosts[owner].ip);
-    const auto* h = mac ? view_.host(*mac) : nullptr;
+    const auto* h = owner == kNone ? nullptr : view_.host_of_ip(svc_->dir_.hosts[owner].ip);
     if (at != 0) per_switch[at].push_back(vip);
     if (h != nullptr && h->at.dpid != at) per_switch[h->at.dpid].push_back(vip);
     svc_->note_rule(vip, 0);

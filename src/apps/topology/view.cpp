@@ -136,6 +136,11 @@ std::optional<uint64_t> TopologyView::mac_of(uint32_t ipv4) const {
   return it->second;
 }
 
+const HostLocation* TopologyView::host_of_ip(uint32_t ipv4) const {
+  const auto mac = mac_of(ipv4);
+  return mac ? host(*mac) : nullptr;
+}
+
 std::vector<uint64_t> TopologyView::switches() const {
   std::vector<uint64_t> out;
   out.reserve(ports_.size());

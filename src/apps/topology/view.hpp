@@ -48,6 +48,8 @@ class TopologyView {
   std::vector<std::pair<uint64_t, HostLocation>> hosts_on(uint64_t dpid) const;
   // The MAC of the host last seen with this IPv4 address (for proxy ARP), if any.
   std::optional<uint64_t> mac_of(uint32_t ipv4) const;
+  // Where the host last seen with this IPv4 address is (mac_of, then host); nullptr if nobody.
+  const HostLocation* host_of_ip(uint32_t ipv4) const;
   size_t host_count() const { return hosts_.size(); }
   std::vector<uint64_t> switches() const;
   // Switches with at least one settled edge port, and their edge ports (sorted): kept as
